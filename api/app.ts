@@ -1,0 +1,52 @@
+import { randomUUID } from 'node:crypto';
+import express, { type Express } from 'express';
+import { pinoHttp } from 'pino-http';
+import type { AppDeps } from './context';
+import { authenticate, requestScope } from './middleware/auth';
+import { errorHandler, notFoundHandler } from './middleware/errors';
+import { rateLimit } from './middleware/rate-limit';
+import { registerContactRoutes } from './routes/contacts';
+import { registerFieldRoutes } from './routes/fields';
+import { registerMetaRoutes } from './routes/meta';
+import { RouteRegistry } from './routing';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const VERSION = '0.1.0';
+
+export interface App {
+  app: Express;
+  registry: RouteRegistry;
+}
+
+/** Composition root of the HTTP API: middleware order, then one registration per resource. */
+export function createApp(deps: AppDeps): App {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', true);
+  app.use(
+    pinoHttp({
+      logger: deps.logger,
+      genReqId: (req, res) => {
+        const incoming = req.headers['x-request-id'];
+        const id = typeof incoming === 'string' && UUID.test(incoming) ? incoming : randomUUID();
+        res.setHeader('X-Request-Id', id);
+        return id;
+      },
+    }),
+  );
+
+  const registry = new RouteRegistry(express.Router(), {
+    scope: requestScope(deps.orm),
+    authenticate: authenticate(deps.orm),
+    rateLimit: rateLimit(deps.config.rateLimitPerMinute),
+  });
+  // Field routes first: `/contacts/fields` must not be taken for a contact id.
+  registerFieldRoutes(registry, deps);
+  registerContactRoutes(registry, deps);
+  registerMetaRoutes(registry, deps, VERSION);
+
+  app.use(registry.router);
+  app.use(notFoundHandler);
+  app.use(errorHandler);
+  return { app, registry };
+}

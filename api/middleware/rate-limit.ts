@@ -1,0 +1,26 @@
+import type { RequestHandler } from 'express';
+import { hitRateLimit } from '../../db/rate-limit';
+import { AppError } from '../../errors';
+import { scopeOf } from '../routing';
+
+/** Per-project request limit shared by every API process (the counter lives in Postgres). */
+export function rateLimit(limitPerMinute: number): RequestHandler {
+  return async (_req, res, next) => {
+    try {
+      const scope = scopeOf(res);
+      const { count, resetSeconds } = await hitRateLimit(scope.em, scope.auth!.project.id);
+      res.setHeader('RateLimit-Limit', String(limitPerMinute));
+      res.setHeader('RateLimit-Remaining', String(Math.max(0, limitPerMinute - count)));
+      res.setHeader('RateLimit-Reset', String(resetSeconds));
+      if (count > limitPerMinute) {
+        throw new AppError(429, 'RATE_LIMIT_EXCEEDED', `Rate limit of ${limitPerMinute} requests per minute exceeded`, {
+          suggestion: `Wait ${resetSeconds} seconds before sending more requests.`,
+          headers: { 'Retry-After': String(resetSeconds) },
+        });
+      }
+      next();
+    } catch (err) {
+      next(err);
+    }
+  };
+}

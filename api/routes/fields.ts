@@ -1,0 +1,44 @@
+import { z } from 'zod';
+import { fieldValues, listFields, requireCustomField } from '../../db/fields';
+import type { AppDeps } from '../context';
+import type { RouteRegistry } from '../routing';
+import { deleteFieldResponse, fieldDescriptor, fieldParams, fieldValuesQuery, fieldValuesResponse } from '../schemas/contacts';
+
+export function registerFieldRoutes(api: RouteRegistry, deps: AppDeps): void {
+  api.add({
+    method: 'get',
+    path: '/contacts/fields',
+    tag: 'Contact fields',
+    summary: 'Standard and custom fields with their inferred type and coverage (0..1)',
+    auth: 'secret',
+    response: z.object({ fields: z.array(fieldDescriptor) }),
+    handler: async ({ scope, project }) => ({ fields: await listFields(scope.em, project.id) }),
+  });
+
+  api.add({
+    method: 'get',
+    path: '/contacts/fields/:field/values',
+    tag: 'Contact fields',
+    summary: 'Distinct values of a field, most frequent first',
+    auth: 'secret',
+    params: fieldParams,
+    query: fieldValuesQuery,
+    response: fieldValuesResponse,
+    handler: ({ scope, project, params, query }) => fieldValues(scope.em, project.id, params.field, query.limit),
+  });
+
+  api.add({
+    method: 'delete',
+    path: '/contacts/fields/:field',
+    tag: 'Contact fields',
+    summary: 'Remove a custom field from every contact (in bounded batches, as a Temporal workflow)',
+    auth: 'secret',
+    params: fieldParams,
+    response: deleteFieldResponse,
+    handler: async ({ scope, project, params }) => {
+      const key = await requireCustomField(scope.em, project.id, params.field);
+      const { removed } = await deps.temporal.deleteContactField(project.id, key);
+      return { field: `data.${key}`, removed };
+    },
+  });
+}

@@ -1,0 +1,95 @@
+import { z } from 'zod';
+
+const optionalString = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
+
+const boolFlag = z
+  .enum(['true', 'false', '1', '0', ''])
+  .optional()
+  .transform((v) => v === 'true' || v === '1');
+
+/**
+ * Every setting the service reads from the environment. Unset optional values mean
+ * "use the embedded default" (see README, Configuration).
+ */
+const envSchema = z.object({
+  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  PUBLIC_URL: optionalString.pipe(z.url().optional()),
+  DATABASE_URL: optionalString.pipe(z.url().optional()),
+  DATA_DIR: z.string().default('.data'),
+  EMBEDDED_POSTGRES_PORT: z.coerce.number().int().min(1).max(65535).default(54329),
+  TEMPORAL_ADDRESS: optionalString,
+  TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+  TEMPORAL_TASK_QUEUE: z.string().min(1).default('tidings'),
+  TEMPORAL_CLI_PATH: optionalString,
+  TEMPORAL_UI_PORT: z.coerce.number().int().min(1).max(65535).default(8233),
+  SMTP_URL: optionalString,
+  DNS_SERVERS: optionalString.transform((v) =>
+    v === undefined ? [] : v.split(',').map((s) => s.trim()).filter(Boolean),
+  ),
+  JWT_SECRET: optionalString.pipe(z.string().min(32, 'JWT_SECRET must be at least 32 characters').optional()),
+  RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(1000),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  DISABLE_SIGNUPS: boolFlag,
+});
+
+export type Config = {
+  nodeEnv: 'development' | 'production' | 'test';
+  port: number;
+  /** Base URL the service is reached at; links in mail point here. */
+  publicUrl: string;
+  /** Undefined: start or reuse the embedded PostgreSQL under dataDir. */
+  databaseUrl: string | undefined;
+  dataDir: string;
+  embeddedPostgresPort: number;
+  temporal: {
+    /** Undefined: start or reuse a local Temporal dev server. */
+    address: string | undefined;
+    namespace: string;
+    taskQueue: string;
+    cliPath: string | undefined;
+    uiPort: number;
+  };
+  smtpUrl: string | undefined;
+  dnsServers: string[];
+  jwtSecret: string | undefined;
+  rateLimitPerMinute: number;
+  logLevel: string;
+  disableSignups: boolean;
+};
+
+export class ConfigError extends Error {}
+
+/** Reads and validates the environment once; entry points call this and pass the result down. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
+    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
+  }
+  const e = parsed.data;
+  return {
+    nodeEnv: e.NODE_ENV,
+    port: e.PORT,
+    publicUrl: (e.PUBLIC_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, ''),
+    databaseUrl: e.DATABASE_URL,
+    dataDir: e.DATA_DIR,
+    embeddedPostgresPort: e.EMBEDDED_POSTGRES_PORT,
+    temporal: {
+      address: e.TEMPORAL_ADDRESS,
+      namespace: e.TEMPORAL_NAMESPACE,
+      taskQueue: e.TEMPORAL_TASK_QUEUE,
+      cliPath: e.TEMPORAL_CLI_PATH,
+      uiPort: e.TEMPORAL_UI_PORT,
+    },
+    smtpUrl: e.SMTP_URL,
+    dnsServers: e.DNS_SERVERS,
+    jwtSecret: e.JWT_SECRET,
+    rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
+    logLevel: e.LOG_LEVEL,
+    disableSignups: e.DISABLE_SIGNUPS,
+  };
+}

@@ -1,0 +1,32 @@
+import { MikroORM, type Options } from '@mikro-orm/postgresql';
+import { Migrator } from '@mikro-orm/migrations';
+import { entities } from './entities';
+import { Migration20261125000000_initial } from './migrations/Migration20261125000000_initial';
+
+export type Orm = MikroORM;
+
+/** Listed explicitly so the same code runs from ts (tests) and compiled js (dist). */
+const migrationsList = [{ name: 'Migration20261125000000_initial', class: Migration20261125000000_initial }];
+
+export function ormOptions(databaseUrl: string, overrides: Partial<Options> = {}): Options {
+  return {
+    clientUrl: databaseUrl,
+    entities,
+    extensions: [Migrator],
+    migrations: { migrationsList, transactional: true, allOrNothing: true, silent: true },
+    discovery: { disableDynamicFileAccess: true, requireEntitiesArray: true },
+    pool: { min: 0, max: 20 },
+    debug: false,
+    allowGlobalContext: false,
+    ...overrides,
+  };
+}
+
+export async function createOrm(databaseUrl: string, overrides: Partial<Options> = {}): Promise<Orm> {
+  return MikroORM.init(ormOptions(databaseUrl, overrides));
+}
+
+export async function migrate(orm: Orm): Promise<string[]> {
+  const done = await orm.getMigrator().up();
+  return done.map((m) => m.name);
+}

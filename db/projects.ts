@@ -1,0 +1,68 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { notFound } from '../errors';
+import { type Project, ProjectSchema } from './entities/project';
+import { newId } from './ids';
+
+export type KeyKind = 'secret' | 'public';
+
+export interface ProjectWithKeys {
+  id: string;
+  name: string;
+  secretKey: string;
+  publicKey: string;
+}
+
+export const hashKey = (key: string) => createHash('sha256').update(key).digest('hex');
+
+function generateKeys() {
+  const secretKey = `sk_${randomBytes(32).toString('hex')}`;
+  const publicKey = `pk_${randomBytes(32).toString('hex')}`;
+  return {
+    secretKey,
+    publicKey,
+    hashes: {
+      secretKeyHash: hashKey(secretKey),
+      publicKeyHash: hashKey(publicKey),
+      secretKeyPreview: secretKey.slice(0, 10),
+      publicKeyPreview: publicKey.slice(0, 10),
+    },
+  };
+}
+
+/** The keys are returned here and on rotation only; the database keeps their hashes. */
+export async function createProject(em: EntityManager, name: string): Promise<ProjectWithKeys> {
+  const keys = generateKeys();
+  const now = new Date();
+  const project = em.create(ProjectSchema, {
+    id: newId('prj'),
+    name,
+    disabled: false,
+    createdAt: now,
+    updatedAt: now,
+    ...keys.hashes,
+  });
+  await em.persistAndFlush(project);
+  return { id: project.id, name: project.name, secretKey: keys.secretKey, publicKey: keys.publicKey };
+}
+
+/** Both keys change in one UPDATE, so the old ones stop working at once on every API process. */
+export async function rotateProjectKeys(em: EntityManager, projectId: string): Promise<ProjectWithKeys> {
+  const project = await em.findOne(ProjectSchema, { id: projectId });
+  if (!project) throw notFound('project');
+  const keys = generateKeys();
+  em.assign(project, keys.hashes);
+  await em.flush();
+  return { id: project.id, name: project.name, secretKey: keys.secretKey, publicKey: keys.publicKey };
+}
+
+export async function findProjectByKey(
+  em: EntityManager,
+  key: string,
+): Promise<{ project: Project; kind: KeyKind } | null> {
+  const kind: KeyKind | null = key.startsWith('sk_') ? 'secret' : key.startsWith('pk_') ? 'public' : null;
+  if (!kind) return null;
+  const hash = hashKey(key);
+  const project = await em.findOne(ProjectSchema, kind === 'secret' ? { secretKeyHash: hash } : { publicKeyHash: hash });
+  return project ? { project, kind } : null;
+}

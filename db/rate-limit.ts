@@ -1,0 +1,29 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { query, queryOne } from './sql';
+
+export interface RateLimitState {
+  count: number;
+  /** Seconds until the current window ends. */
+  resetSeconds: number;
+}
+
+/**
+ * Counts one request in the project's current one-minute window. The counter lives in
+ * Postgres and the window comes from the database clock, so every API process shares one
+ * count per project and one notion of "this minute".
+ */
+export async function hitRateLimit(em: EntityManager, projectId: string): Promise<RateLimitState> {
+  const row = await queryOne<{ count: number; reset: string }>(
+    em,
+    `insert into rate_limit_windows as w (project_id, window_start, count)
+     values (?, date_trunc('minute', now()), 1)
+     on conflict (project_id, window_start) do update set count = w.count + 1
+     returning w.count, ceil(extract(epoch from (w.window_start + interval '1 minute' - now()))) as reset`,
+    [projectId],
+  );
+  return { count: row!.count, resetSeconds: Math.max(1, Number(row!.reset)) };
+}
+
+export async function pruneRateLimitWindows(em: EntityManager): Promise<void> {
+  await query(em, `delete from rate_limit_windows where window_start < now() - interval '5 minutes'`);
+}

@@ -1,0 +1,7 @@
+/**
+ * Every Temporal workflow id is built here, deterministically from what it is about, so a
+ * repeated request finds the execution already under way instead of starting another.
+ */
+export const workflowIds = {
+  deleteContactField: (projectId: string, key: string) => `contact-field-delete:${projectId}:${key}`,
+};

@@ -1,0 +1,2 @@
+// Bundle entry for the worker: every workflow the task queue runs is exported here.
+export { deleteContactField } from './delete-contact-field';
