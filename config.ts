@@ -25,6 +25,7 @@ const envSchema = z.object({
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('tidings'),
   TEMPORAL_CLI_PATH: optionalString,
+  TEMPORAL_DEV_PORT: z.coerce.number().int().min(1).max(65535).default(7233),
   TEMPORAL_UI_PORT: z.coerce.number().int().min(1).max(65535).default(8233),
   SMTP_URL: optionalString,
   DNS_SERVERS: optionalString.transform((v) =>
@@ -51,6 +52,8 @@ export type Config = {
     namespace: string;
     taskQueue: string;
     cliPath: string | undefined;
+    /** Port of the local dev server started when no address is configured. */
+    devPort: number;
     uiPort: number;
   };
   smtpUrl: string | undefined;
@@ -83,6 +86,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       namespace: e.TEMPORAL_NAMESPACE,
       taskQueue: e.TEMPORAL_TASK_QUEUE,
       cliPath: e.TEMPORAL_CLI_PATH,
+      devPort: e.TEMPORAL_DEV_PORT,
       uiPort: e.TEMPORAL_UI_PORT,
     },
     smtpUrl: e.SMTP_URL,

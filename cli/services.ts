@@ -28,11 +28,9 @@ export interface ResolvedTemporal {
   stop(): Promise<void>;
 }
 
-const DEV_SERVER_PORT = 7233;
-
 /**
  * TEMPORAL_ADDRESS when set; otherwise a local dev server (reused if one already answers on
- * :7233), its state persisted under DATA_DIR so executions survive a restart.
+ * TEMPORAL_DEV_PORT), its state persisted under DATA_DIR so executions survive a restart.
  */
 export async function resolveTemporal(config: Config, log: Log): Promise<ResolvedTemporal> {
   const { namespace } = config.temporal;
@@ -40,7 +38,7 @@ export async function resolveTemporal(config: Config, log: Log): Promise<Resolve
     await registerSearchAttributes(config.temporal.address, namespace, log);
     return { address: config.temporal.address, uiUrl: undefined, stop: async () => {} };
   }
-  const local = `127.0.0.1:${DEV_SERVER_PORT}`;
+  const local = `127.0.0.1:${config.temporal.devPort}`;
   const uiUrl = `http://localhost:${config.temporal.uiPort}`;
   if (await isTemporalReachable(local, namespace)) {
     log(`TEMPORAL_ADDRESS is not set: reusing the Temporal server already running at ${local}`);
@@ -52,7 +50,7 @@ export async function resolveTemporal(config: Config, log: Log): Promise<Resolve
   mkdirSync(config.dataDir, { recursive: true });
   const server = await startTemporalDevServer({
     cliPath,
-    port: DEV_SERVER_PORT,
+    port: config.temporal.devPort,
     uiPort: config.temporal.uiPort,
     dbFile: path.resolve(config.dataDir, 'temporal.db'),
     namespace,

@@ -1,4 +1,5 @@
 import type { Server } from 'node:http';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
 import pino from 'pino';
 import { createApp } from '../api/app';
 import type { Config } from '../config';
@@ -16,6 +17,8 @@ export interface StartOptions {
 /** Runs the API and/or the worker until SIGINT/SIGTERM, then drains and stops in reverse order. */
 export async function startService(config: Config, opts: StartOptions, log: Log): Promise<void> {
   const logger = pino({ level: config.logLevel });
+  // The SDK logs every bundle build at INFO; warnings and errors are what an operator needs.
+  Runtime.install({ logger: new DefaultLogger('WARN') });
   const stops: (() => Promise<void>)[] = [];
   const stopAll = async () => {
     for (const stop of stops.reverse()) await stop().catch((err) => log(`shutdown: ${(err as Error).message}`));
