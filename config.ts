@@ -32,6 +32,9 @@ const envSchema = z.object({
     v === undefined ? [] : v.split(',').map((s) => s.trim()).filter(Boolean),
   ),
   JWT_SECRET: optionalString.pipe(z.string().min(32, 'JWT_SECRET must be at least 32 characters').optional()),
+  DOMAIN_CHECK_INTERVAL_SECONDS: z.coerce.number().int().min(1).default(300),
+  DOMAIN_RECHECK_VERIFIED_SECONDS: z.coerce.number().int().min(1).default(3600),
+  SEND_RETRY_MAX_INTERVAL_SECONDS: z.coerce.number().int().min(1).default(300),
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(1000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   DISABLE_SIGNUPS: boolFlag,
@@ -56,8 +59,13 @@ export type Config = {
     devPort: number;
     uiPort: number;
   };
+  /** Undefined: mail is written to DATA_DIR/outbox as .eml files instead of being sent. */
   smtpUrl: string | undefined;
+  /** Longest pause between delivery attempts while the relay refuses or is unreachable. */
+  sendRetryMaxIntervalSeconds: number;
   dnsServers: string[];
+  /** Re-check periods of the domain verification workflow (pending / verified). */
+  domainCheck: { pendingIntervalSeconds: number; verifiedIntervalSeconds: number };
   jwtSecret: string | undefined;
   rateLimitPerMinute: number;
   logLevel: string;
@@ -90,7 +98,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       uiPort: e.TEMPORAL_UI_PORT,
     },
     smtpUrl: e.SMTP_URL,
+    sendRetryMaxIntervalSeconds: e.SEND_RETRY_MAX_INTERVAL_SECONDS,
     dnsServers: e.DNS_SERVERS,
+    domainCheck: {
+      pendingIntervalSeconds: e.DOMAIN_CHECK_INTERVAL_SECONDS,
+      verifiedIntervalSeconds: e.DOMAIN_RECHECK_VERIFIED_SECONDS,
+    },
     jwtSecret: e.JWT_SECRET,
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
     logLevel: e.LOG_LEVEL,

@@ -6,8 +6,13 @@ import { authenticate, requestScope } from './middleware/auth';
 import { errorHandler, notFoundHandler } from './middleware/errors';
 import { rateLimit } from './middleware/rate-limit';
 import { registerContactRoutes } from './routes/contacts';
+import { registerDomainRoutes } from './routes/domains';
+import { registerEventRoutes } from './routes/events';
 import { registerFieldRoutes } from './routes/fields';
 import { registerMetaRoutes } from './routes/meta';
+import { registerPublicRoutes } from './routes/public';
+import { registerSubscriptionRoutes } from './routes/subscriptions';
+import { registerTemplateRoutes } from './routes/templates';
 import { RouteRegistry } from './routing';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -43,6 +48,11 @@ export function createApp(deps: AppDeps): App {
   // Field routes first: `/contacts/fields` must not be taken for a contact id.
   registerFieldRoutes(registry, deps);
   registerContactRoutes(registry, deps);
+  registerPublicRoutes(registry, deps);
+  registerEventRoutes(registry, deps);
+  registerDomainRoutes(registry, deps);
+  registerTemplateRoutes(registry, deps);
+  registerSubscriptionRoutes(registry, deps);
   registerMetaRoutes(registry, deps, VERSION);
 
   app.use(registry.router);

@@ -36,6 +36,7 @@ function parameters(route: AnyRouteSpec): JsonSchema[] {
 const ERROR_STATUSES: Record<string, string> = {
   '400': 'Malformed request',
   '401': 'Missing or invalid API key',
+  '403': 'Forbidden, for example the project is disabled',
   '404': 'Not found',
   '413': 'Body too large',
   '422': 'Validation failed; error.errors lists the fields',
@@ -48,7 +49,11 @@ export function buildOpenApi(routes: AnyRouteSpec[], info: { version: string; se
   for (const route of routes) {
     const errorRefs = Object.fromEntries(
       Object.entries(ERROR_STATUSES)
-        .filter(([status]) => route.auth !== 'none' || !['401', '429'].includes(status))
+        // List only the errors the route can produce: 400/413 come from the JSON body parser,
+        // 422 from validating a body, query or path, 401/403/429 from the key check.
+        .filter(([status]) => route.auth !== 'none' || !['401', '403', '429'].includes(status))
+        .filter(([status]) => route.body || !['400', '413'].includes(status))
+        .filter(([status]) => route.body || route.query || route.params || status !== '422')
         .map(([status, description]) => [
           status,
           { description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },

@@ -21,48 +21,81 @@ const log = (msg: string) => process.stderr.write(`[tidings] ${msg}\n`);
 /** Runs a database command against the configured (or embedded) database, then lets go of it. */
 async function withDatabase<T>(fn: (orm: Awaited<ReturnType<typeof createOrm>>) => Promise<T>): Promise<T> {
   const db = await resolveDatabase(loadConfig(), log);
-  const orm = await createOrm(db.url);
   try {
-    await migrate(orm);
-    return await fn(orm);
+    const orm = await createOrm(db.url);
+    try {
+      await migrate(orm);
+      return await fn(orm);
+    } finally {
+      await orm.close();
+    }
   } finally {
-    await orm.close();
+    // An embedded PostgreSQL started just for this command stops again; a reused one keeps running.
     await db.stop();
   }
 }
 
+const fail = (message: string): number => {
+  process.stderr.write(`${message}\n\n${USAGE}\n`);
+  return 1;
+};
+
 async function main(argv: string[]): Promise<number> {
-  const [command, sub, arg] = argv;
+  // Before anything else: `tidings start --help` must print help, not start the service.
+  if (argv.includes('--help') || argv.includes('-h') || argv[0] === 'help') {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  const [command, ...rest] = argv;
   switch (command) {
+    case undefined:
+      return fail('No command given.');
     case 'start': {
-      const apiOnly = argv.includes('--api');
-      const workerOnly = argv.includes('--worker');
-      await startService(loadConfig(), { api: !workerOnly, worker: !apiOnly }, log);
+      const unknown = rest.filter((a) => a !== '--api' && a !== '--worker');
+      if (unknown.length) return fail(`Unknown option for start: ${unknown.join(' ')}`);
+      const apiOnly = rest.includes('--api');
+      const workerOnly = rest.includes('--worker');
+      // Both flags (or neither) mean both roles.
+      const both = apiOnly === workerOnly;
+      await startService(loadConfig(), { api: both || apiOnly, worker: both || workerOnly }, log);
       return 0;
     }
     case 'migrate':
+      if (rest.length) return fail(`Unexpected argument for migrate: ${rest.join(' ')}`);
       await withDatabase(async () => log('Migrations are up to date'));
       return 0;
-    case 'project':
-      if (sub === 'create' && arg) {
-        const project = await withDatabase((orm) => createProject(orm.em.fork(), arg));
-        process.stdout.write(`${JSON.stringify(project, null, 2)}\n`);
+    case 'project': {
+      const [sub, arg, ...extra] = rest;
+      if (sub !== 'create' && sub !== 'rotate-keys') {
+        return fail(sub === undefined ? 'Missing project subcommand.' : `Unknown project subcommand: ${sub}`);
+      }
+      const what = sub === 'create' ? 'a project name' : 'a project id';
+      if (!arg?.trim()) return fail(`project ${sub} needs ${what}.`);
+      if (extra.length) return fail(`Unexpected argument for project ${sub}: ${extra.join(' ')}`);
+      if (sub === 'create') {
+        const project = await withDatabase((orm) => createProject(orm.em.fork(), arg.trim()));
+        await writeStdout(`${JSON.stringify(project, null, 2)}\n`);
         return 0;
       }
-      if (sub === 'rotate-keys' && arg) {
-        const project = await withDatabase((orm) => rotateProjectKeys(orm.em.fork(), arg));
-        process.stdout.write(`${JSON.stringify(project, null, 2)}\n`);
-        return 0;
-      }
-      break;
-    case undefined:
-    case 'help':
-    case '--help':
-      process.stdout.write(`${USAGE}\n`);
-      return command === undefined ? 1 : 0;
+      const project = await withDatabase((orm) =>
+        rotateProjectKeys(orm.em.fork(), arg.trim()).catch((err: unknown) => {
+          if (err instanceof AppError && err.status === 404) {
+            throw new AppError(404, err.code, `No project with id "${arg.trim()}"; keys were not changed.`);
+          }
+          throw err;
+        }),
+      );
+      await writeStdout(`${JSON.stringify(project, null, 2)}\n`);
+      return 0;
+    }
+    default:
+      return fail(`Unknown command: ${command}`);
   }
-  process.stderr.write(`${USAGE}\n`);
-  return 1;
+}
+
+/** process.exit() right after a write to a pipe must not lose the JSON the caller is waiting for. */
+function writeStdout(text: string): Promise<void> {
+  return new Promise((resolve, reject) => process.stdout.write(text, (err) => (err ? reject(err) : resolve())));
 }
 
 main(process.argv.slice(2)).then(

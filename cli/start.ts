@@ -5,6 +5,9 @@ import { createApp } from '../api/app';
 import type { Config } from '../config';
 import { createOrm, migrate } from '../db/orm';
 import { pruneRateLimitWindows } from '../db/rate-limit';
+import { linkSigningSecret } from '../db/secrets';
+import { createDnsLookup } from '../mail/dns';
+import { mailerFromConfig } from '../mail/mailer';
 import { TemporalGateway } from '../temporal/client';
 import { startWorker } from '../temporal/worker';
 import { type Log, resolveDatabase, resolveTemporal } from './services';
@@ -13,6 +16,9 @@ export interface StartOptions {
   api: boolean;
   worker: boolean;
 }
+
+/** Thrown between startup steps when a stop signal arrived meanwhile. */
+class Interrupted extends Error {}
 
 /** Runs the API and/or the worker until SIGINT/SIGTERM, then drains and stops in reverse order. */
 export async function startService(config: Config, opts: StartOptions, log: Log): Promise<void> {
@@ -23,49 +29,81 @@ export async function startService(config: Config, opts: StartOptions, log: Log)
   const stopAll = async () => {
     for (const stop of stops.reverse()) await stop().catch((err) => log(`shutdown: ${(err as Error).message}`));
   };
+
+  // Signals are handled from the very start and until everything is stopped: a SIGTERM while
+  // PostgreSQL or Temporal is still starting must stop what is already up, and a repeated signal
+  // (a second Ctrl-C, or tsx relaying one the process also got directly) must not take Node's
+  // default action and exit at once, leaving the detached Temporal dev server running.
+  let signalled: string | undefined;
+  let wake: () => void = () => undefined;
+  const stopRequested = new Promise<void>((resolve) => (wake = resolve));
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (signalled) return log(`${signal} received again; still shutting down`);
+    signalled = signal;
+    log(`${signal} received, shutting down`);
+    wake();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  const stopListening = () => {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  };
+  const checkpoint = () => {
+    if (signalled) throw new Interrupted();
+  };
+
   try {
     const db = await resolveDatabase(config, log);
     stops.push(db.stop);
+    checkpoint();
     const orm = await createOrm(db.url);
     stops.push(() => orm.close());
     if (opts.api) {
       const applied = await migrate(orm);
       if (applied.length) log(`Applied migrations: ${applied.join(', ')}`);
     }
+    checkpoint();
     const temporal = await resolveTemporal(config, log);
     stops.push(temporal.stop);
+    checkpoint();
     const settings = { address: temporal.address, namespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue };
+    const dns = createDnsLookup({ servers: config.dnsServers });
 
     if (opts.worker) {
-      const worker = await startWorker(settings, { orm });
+      const mailer = mailerFromConfig(config, log);
+      stops.push(async () => mailer.close());
+      const worker = await startWorker(settings, { orm, dns, mailer });
       stops.push(() => worker.shutdown());
+      checkpoint();
       log(`Worker polling task queue "${settings.taskQueue}" on ${settings.address}`);
     }
     if (opts.api) {
-      const gateway = await TemporalGateway.connect(settings);
+      const gateway = await TemporalGateway.connect(settings, config);
       stops.push(() => gateway.close());
-      const { app } = createApp({ config, orm, temporal: gateway, logger });
-      const server: Server = await new Promise((resolve) => {
-        const s = app.listen(config.port, () => resolve(s));
+      const linkSecret = await linkSigningSecret(orm.em.fork(), config.jwtSecret);
+      const { app } = createApp({ config, orm, temporal: gateway, logger, dns, linkSecret });
+      // Express 5 hands a listen error (EADDRINUSE) to this callback rather than throwing it.
+      const server: Server = await new Promise((resolve, reject) => {
+        const s = app.listen(config.port, (err?: Error) =>
+          err ? reject(new Error(`The API cannot listen on port ${config.port}: ${err.message}`)) : resolve(s),
+        );
       });
       stops.push(() => new Promise((resolve) => server.close(() => resolve())));
       const pruner = setInterval(() => void pruneRateLimitWindows(orm.em.fork()).catch(() => {}), 60_000);
       pruner.unref();
       stops.push(async () => clearInterval(pruner));
+      checkpoint();
       log(`API listening on ${config.publicUrl} (docs: ${config.publicUrl}/docs)`);
     }
     if (temporal.uiUrl) log(`Temporal Web UI: ${temporal.uiUrl}`);
   } catch (err) {
     await stopAll();
+    stopListening();
+    if (err instanceof Interrupted) return;
     throw err;
   }
-  await new Promise<void>((resolve) => {
-    const onSignal = (signal: string) => {
-      log(`${signal} received, shutting down`);
-      resolve();
-    };
-    process.once('SIGINT', onSignal);
-    process.once('SIGTERM', onSignal);
-  });
+  await stopRequested;
   await stopAll();
+  stopListening();
 }

@@ -54,8 +54,15 @@ export function planDataPatch(data: Record<string, unknown> | undefined): DataPa
 const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
 const DATE_TIME_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?Z$/;
 
+/**
+ * Date.parse rolls impossible days over (2024-02-30 becomes March 1st), so the day must come
+ * back unchanged: a "date" field must hold values a segment can compare as dates.
+ */
 function isRealDate(s: string): boolean {
-  return !Number.isNaN(Date.parse(DATE_ONLY.test(s) ? `${s}T00:00:00Z` : s));
+  const day = s.slice(0, 10);
+  const dayMs = Date.parse(`${day}T00:00:00Z`);
+  if (Number.isNaN(dayMs) || new Date(dayMs).toISOString().slice(0, 10) !== day) return false;
+  return !Number.isNaN(Date.parse(s));
 }
 
 /** Spec "Custom fields" rule 5: the type a key gets the first time a non-null value is seen. */

@@ -1,10 +1,9 @@
-import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { conflict, notFound } from '../errors';
 import { type DataPatch, inferFieldType, planDataPatch } from './contact-data';
 import type { JsonValue } from './entities/contact';
 import { newId } from './ids';
-import { type CursorPage, decodeCursor, toCursorPage } from './paging';
+import { type CursorPage, keysetPage } from './paging';
 import { query, queryOne } from './sql';
 
 export interface ContactDto {
@@ -43,17 +42,26 @@ function toDto(row: ContactRow): ContactDto {
 /**
  * A CTE that registers the types of keys seen for the first time (the first type wins, so
  * conflicts are ignored). It rides along with the contact write: one round trip in all.
+ * A data-modifying CTE runs even when the main statement matches no row, so an update names
+ * its contact: a PATCH that ends in 404 must not fix the type of a key nothing stored.
  */
-function registerFieldsCte(projectId: string, patch: DataPatch): { sql: string; params: unknown[] } {
+function registerFieldsCte(projectId: string, patch: DataPatch, contactId?: string): { sql: string; params: unknown[] } {
   const keys = Object.keys(patch.set);
   if (keys.length === 0) return { sql: '', params: [] };
+  const guard = contactId === undefined ? '' : 'where exists (select 1 from contacts where project_id = ? and id = ?)';
   return {
     sql: `with registered as (
       insert into contact_fields (project_id, key, type)
       select ?, k, t from unnest(?::text[], ?::text[]) as f(k, t)
+      ${guard}
       on conflict do nothing
     ), `,
-    params: [projectId, keys, keys.map((k) => inferFieldType(patch.set[k]!))],
+    params: [
+      projectId,
+      keys,
+      keys.map((k) => inferFieldType(patch.set[k]!)),
+      ...(contactId === undefined ? [] : [projectId, contactId]),
+    ],
   };
 }
 
@@ -130,7 +138,7 @@ export async function updateContact(
   input: Partial<ContactInput>,
 ): Promise<{ contact: ContactDto; previousSubscribed: boolean }> {
   const patch = planDataPatch(input.data);
-  const reg = registerFieldsCte(projectId, patch);
+  const reg = registerFieldsCte(projectId, patch, id);
   const sql = `${reg.sql || 'with '}previous as (
       select subscribed from contacts where project_id = ? and id = ? for update
     )
@@ -156,11 +164,19 @@ export async function updateContact(
     if (!row) throw notFound('contact');
     return { contact: toDto(row), previousSubscribed: row.previous_subscribed };
   } catch (err) {
-    if (err instanceof UniqueConstraintViolationException) {
+    if (isUniqueViolation(err)) {
       throw conflict('Another contact of this project already has that email', 'Use that contact, or choose another email.');
     }
     throw err;
   }
+}
+
+/**
+ * db/sql.ts runs through knex, past MikroORM's exception mapping: a duplicate surfaces as the
+ * driver's error with SQLSTATE 23505, not as UniqueConstraintViolationException.
+ */
+function isUniqueViolation(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === '23505';
 }
 
 export async function deleteContact(em: EntityManager, projectId: string, id: string): Promise<void> {
@@ -184,21 +200,16 @@ export async function listContacts(
     where.push('c.email like ?');
     params.push(likePattern(opts.search.toLowerCase()));
   }
-  const total = opts.cursor
-    ? 0
-    : Number((await queryOne<{ n: string }>(em, `select count(*) as n from contacts c where ${where.join(' and ')}`, params))!.n);
-  const pageWhere = [...where];
-  const pageParams = [...params];
-  if (opts.cursor) {
-    pageWhere.push('c.id < ?');
-    pageParams.push(decodeCursor(opts.cursor));
-  }
-  const rows = await query<ContactRow>(
-    em,
-    `select ${COLUMNS} from contacts c where ${pageWhere.join(' and ')} order by c.id desc limit ?`,
-    [...pageParams, opts.limit + 1],
-  );
-  return toCursorPage(rows.map(toDto), opts.limit, total);
+  const page = await keysetPage<ContactRow>(em, {
+    from: 'contacts c',
+    columns: COLUMNS,
+    idColumn: 'c.id',
+    where,
+    params,
+    limit: opts.limit,
+    cursor: opts.cursor,
+  });
+  return { ...page, data: page.data.map(toDto) };
 }
 
 export async function lookupContacts(

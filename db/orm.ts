@@ -2,11 +2,15 @@ import { MikroORM, type Options } from '@mikro-orm/postgresql';
 import { Migrator } from '@mikro-orm/migrations';
 import { entities } from './entities';
 import { Migration20261125000000_initial } from './migrations/Migration20261125000000_initial';
+import { Migration20261125010000_sending } from './migrations/Migration20261125010000_sending';
 
 export type Orm = MikroORM;
 
 /** Listed explicitly so the same code runs from ts (tests) and compiled js (dist). */
-const migrationsList = [{ name: 'Migration20261125000000_initial', class: Migration20261125000000_initial }];
+const migrationsList = [
+  { name: 'Migration20261125000000_initial', class: Migration20261125000000_initial },
+  { name: 'Migration20261125010000_sending', class: Migration20261125010000_sending },
+];
 
 export function ormOptions(databaseUrl: string, overrides: Partial<Options> = {}): Options {
   return {

@@ -1,4 +1,6 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError } from '../errors';
+import { query, queryOne } from './sql';
 
 export const DEFAULT_LIMIT = 20;
 export const MAX_LIMIT = 100;
@@ -47,6 +49,38 @@ export function toCursorPage<T extends { id: string }>(rows: T[], limit: number,
   return { data, cursor: hasMore ? encodeCursor(data[data.length - 1]!.id) : null, hasMore, total };
 }
 
-export function pageOffset(page: number, pageSize: number): number {
-  return (page - 1) * pageSize;
+/**
+ * Page-based listing (segment members and the like): the rows of one page plus the total.
+ * `fetch` receives LIMIT/OFFSET; both calls see the same filters, so the figures agree.
+ */
+export async function pageBased<T>(
+  page: number,
+  pageSize: number,
+  fetch: (limit: number, offset: number) => Promise<T[]>,
+  count: () => Promise<number>,
+): Promise<PageBased<T>> {
+  const [data, total] = await Promise.all([fetch(pageSize, (page - 1) * pageSize), count()]);
+  return { data, total, page, pageSize };
+}
+
+/**
+ * One newest-first keyset page: `total` counted on the first page only, then rows with an id
+ * below the cursor. Rows inserted while a client pages get larger ids and never shift a page.
+ */
+export async function keysetPage<T extends { id: string }>(
+  em: EntityManager,
+  spec: { from: string; columns: string; idColumn: string; where: string[]; params: unknown[]; limit: number; cursor?: string },
+): Promise<CursorPage<T>> {
+  const where = spec.where.join(' and ');
+  const total = spec.cursor
+    ? 0
+    : Number((await queryOne<{ n: string }>(em, `select count(*) as n from ${spec.from} where ${where}`, spec.params))!.n);
+  const after = spec.cursor ? [decodeCursor(spec.cursor)] : [];
+  const rows = await query<T>(
+    em,
+    `select ${spec.columns} from ${spec.from} where ${where}${after.length ? ` and ${spec.idColumn} < ?` : ''}
+     order by ${spec.idColumn} desc limit ?`,
+    [...spec.params, ...after, spec.limit + 1],
+  );
+  return toCursorPage(rows, spec.limit, total);
 }

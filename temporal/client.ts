@@ -1,7 +1,10 @@
-import { Client, Connection, WorkflowIdConflictPolicy } from '@temporalio/client';
-import { ProjectIdKey } from './search-attributes';
+import { Client, Connection, WorkflowIdConflictPolicy, WithStartWorkflowOperation } from '@temporalio/client';
+import { type Config, loadConfig } from '../config';
+import type { DomainCheckOutcome } from './activities/domains';
 import { workflowIds } from './ids';
-import type { deleteContactField } from './workflows';
+import { checkDomainNowUpdate } from './messages';
+import { ProjectIdKey } from './search-attributes';
+import type { deleteContactField, domainVerification, sendEmails } from './workflows';
 
 export interface TemporalSettings {
   address: string;
@@ -9,16 +12,19 @@ export interface TemporalSettings {
   taskQueue: string;
 }
 
+type GatewayConfig = Pick<Config, 'domainCheck' | 'sendRetryMaxIntervalSeconds'>;
+
 /** Typed start/signal helpers: the API calls these, never the raw client. */
 export class TemporalGateway {
   constructor(
     readonly client: Client,
     private readonly taskQueue: string,
+    private readonly config: GatewayConfig = loadConfig({}),
   ) {}
 
-  static async connect(settings: TemporalSettings): Promise<TemporalGateway> {
+  static async connect(settings: TemporalSettings, config?: GatewayConfig): Promise<TemporalGateway> {
     const connection = await Connection.connect({ address: settings.address });
-    return new TemporalGateway(new Client({ connection, namespace: settings.namespace }), settings.taskQueue);
+    return new TemporalGateway(new Client({ connection, namespace: settings.namespace }), settings.taskQueue, config);
   }
 
   /** A second request for the same field joins the deletion already running. */
@@ -31,6 +37,52 @@ export class TemporalGateway {
       typedSearchAttributes: [{ key: ProjectIdKey, value: projectId }],
     });
     return handle.result();
+  }
+
+  private domainVerificationStart(projectId: string, domainId: string) {
+    return {
+      taskQueue: this.taskQueue,
+      workflowId: workflowIds.domainVerification(domainId),
+      workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+      args: [{ domainId, ...this.config.domainCheck }] as Parameters<typeof domainVerification>,
+      typedSearchAttributes: [{ key: ProjectIdKey, value: projectId }],
+    };
+  }
+
+  async startDomainVerification(projectId: string, domainId: string): Promise<void> {
+    await this.client.workflow.start<typeof domainVerification>('domainVerification', this.domainVerificationStart(projectId, domainId));
+  }
+
+  /**
+   * The forced check runs inside the domain's own workflow (an Update), so there is one code
+   * path for checks; update-with-start revives the workflow if it is not running.
+   */
+  async checkDomainNow(projectId: string, domainId: string): Promise<DomainCheckOutcome> {
+    const startOp = new WithStartWorkflowOperation<typeof domainVerification>(
+      'domainVerification',
+      this.domainVerificationStart(projectId, domainId),
+    );
+    return this.client.workflow.executeUpdateWithStart(checkDomainNowUpdate, { startWorkflowOperation: startOp });
+  }
+
+  async stopDomainVerification(domainId: string): Promise<void> {
+    try {
+      await this.client.workflow.getHandle(workflowIds.domainVerification(domainId)).cancel();
+    } catch (err) {
+      // Already finished: nothing to stop.
+      if ((err as Error).name !== 'WorkflowNotFoundError') throw err;
+    }
+  }
+
+  /** One workflow per /v1/send request; its id comes from the first email, so a retry cannot start a second. */
+  async sendEmails(projectId: string, emailIds: string[]): Promise<void> {
+    await this.client.workflow.start<typeof sendEmails>('sendEmails', {
+      taskQueue: this.taskQueue,
+      workflowId: workflowIds.sendEmails(emailIds[0]!),
+      workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+      args: [{ emailIds, maxRetryIntervalSeconds: this.config.sendRetryMaxIntervalSeconds }],
+      typedSearchAttributes: [{ key: ProjectIdKey, value: projectId }],
+    });
   }
 
   async healthy(): Promise<boolean> {

@@ -4,4 +4,7 @@
  */
 export const workflowIds = {
   deleteContactField: (projectId: string, key: string) => `contact-field-delete:${projectId}:${key}`,
+  domainVerification: (domainId: string) => `domain-verification:${domainId}`,
+  /** Keyed by the first email of the request: the API starts it once per request. */
+  sendEmails: (firstEmailId: string) => `send:${firstEmailId}`,
 };

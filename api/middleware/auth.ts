@@ -29,6 +29,13 @@ export function authenticate(orm: Orm) {
         if (found.kind === 'public' && mode !== 'publicOrSecret') {
           throw invalid('A public key (pk_…) can only be used on POST /v1/track; use the secret key (sk_…)');
         }
+        // The column existed but nothing looked at it: a disabled project's keys kept working.
+        // Contract: 403 PROJECT_DISABLED (spec "Errors": 403 … or project disabled).
+        if (found.project.disabled) {
+          throw new AppError(403, 'PROJECT_DISABLED', 'This project is disabled', {
+            suggestion: 'Ask an owner of the project to re-enable it.',
+          });
+        }
         scopeOf(res).auth = { project: found.project, keyKind: found.kind };
         next();
       } catch (err) {

@@ -35,7 +35,7 @@ export function sendError(req: Request, res: Response, err: AppError): void {
 }
 
 /** body-parser reports its failures with a `type`; map them to the contract's codes. */
-function fromBodyParser(err: { type?: string; limit?: number }): AppError | undefined {
+function fromBodyParser(err: { type?: string; limit?: number; status?: number; expose?: boolean }): AppError | undefined {
   if (err.type === 'entity.parse.failed') {
     return new AppError(400, 'VALIDATION_ERROR', 'Malformed JSON in request body', {
       suggestion: 'Send a valid JSON document with Content-Type: application/json.',
@@ -51,11 +51,25 @@ function fromBodyParser(err: { type?: string; limit?: number }): AppError | unde
       suggestion: 'Send UTF-8 JSON.',
     });
   }
+  // Other client-side body failures (corrupt gzip body, Content-Length not matching the body,
+  // aborted upload…) are the client's doing: 400, not a 500 that reads like a server fault.
+  // body-parser marks them with a 4xx status and expose: true (http-errors).
+  if (err.expose === true && typeof err.status === 'number' && err.status >= 400 && err.status < 500) {
+    return new AppError(400, 'BAD_REQUEST', 'The request body could not be read', {
+      suggestion: 'Check that Content-Length matches the body and that the upload completes.',
+    });
+  }
   return undefined;
 }
 
-export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
-  const known = err instanceof AppError ? err : fromBodyParser(err as { type?: string });
+export const errorHandler: ErrorRequestHandler = (err, req, res, next) => {
+  // Part of a response is already out (a streamed page): an envelope can no longer be sent,
+  // so let Express close the connection.
+  if (res.headersSent) {
+    next(err);
+    return;
+  }
+  const known = err instanceof AppError ? err : fromBodyParser(err as { type?: string; status?: number; expose?: boolean });
   if (known) {
     sendError(req, res, known);
     return;

@@ -7,6 +7,27 @@ import type { RouteRegistry } from '../routing';
 
 const componentHealth = z.object({ status: z.enum(['ok', 'down']) });
 
+/**
+ * Bounds on the dependency checks of /health. Without them a dead Temporal address made
+ * GET /health hang ~20 s (the client retries UNAVAILABLE with back-off), and a dead database
+ * as long as the pool's acquire timeout: probes time out instead of seeing the 503.
+ */
+const HEALTH_TIMEOUT_MS = 2000;
+const TEMPORAL_DEADLINE_MS = 1500;
+
+/** Resolves false when `check` fails or takes longer than `ms`. */
+async function within(ms: number, check: () => Promise<boolean>): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([check().catch(() => false), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Health and self-description. Registered last so the document covers every route. */
 export function registerMetaRoutes(api: RouteRegistry, deps: AppDeps, version: string): void {
   api.add({
@@ -17,11 +38,16 @@ export function registerMetaRoutes(api: RouteRegistry, deps: AppDeps, version: s
     auth: 'none',
     response: z.object({ status: z.enum(['ok', 'degraded']), database: componentHealth, temporal: componentHealth }),
     handler: async ({ scope, res }) => {
-      const database = await query(scope.em, 'select 1').then(
-        () => 'ok' as const,
-        () => 'down' as const,
-      );
-      const temporal = (await deps.temporal.healthy()) ? ('ok' as const) : ('down' as const);
+      const connection = deps.temporal.client.connection;
+      const [dbUp, temporalUp] = await Promise.all([
+        within(HEALTH_TIMEOUT_MS, () => query(scope.em, 'select 1').then(() => true)),
+        // A gRPC deadline rather than a race: the client's retry interceptor keeps retrying an
+        // abandoned call on a timer (and throws "Channel has been shut down" if the connection is
+        // closed meanwhile); with a deadline the call itself ends, within ~2x the deadline.
+        connection.withDeadline(Date.now() + TEMPORAL_DEADLINE_MS, () => deps.temporal.healthy()).catch(() => false),
+      ]);
+      const database = dbUp ? ('ok' as const) : ('down' as const);
+      const temporal = temporalUp ? ('ok' as const) : ('down' as const);
       const healthy = database === 'ok' && temporal === 'ok';
       res.status(healthy ? 200 : 503);
       return { status: healthy ? 'ok' : 'degraded', database: { status: database }, temporal: { status: temporal } };

@@ -1,2 +1,4 @@
 // Bundle entry for the worker: every workflow the task queue runs is exported here.
 export { deleteContactField } from './delete-contact-field';
+export { domainVerification } from './domain-verification';
+export { sendEmails } from './send-emails';

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
 import pino from 'pino';
 import request from 'supertest';
 import type { Express } from 'express';
@@ -7,6 +8,9 @@ import type { AppDeps } from '../../api/context';
 import { loadConfig } from '../../config';
 import { createOrm, type Orm } from '../../db/orm';
 import { createProject, type ProjectWithKeys } from '../../db/projects';
+import { linkSigningSecret } from '../../db/secrets';
+import { createDnsLookup } from '../../mail/dns';
+import { mailerFromConfig } from '../../mail/mailer';
 import { TemporalGateway } from '../../temporal/client';
 import { startWorker, type WorkerHandle } from '../../temporal/worker';
 
@@ -27,6 +31,7 @@ export interface TestEnv {
  * task queue so workflows started here run on this file's worker only.
  */
 export async function startTestEnv(env: Record<string, string> = {}): Promise<TestEnv> {
+  quietSdkLogs();
   const taskQueue = `test-${randomUUID()}`;
   const config = loadConfig({
     NODE_ENV: 'test',
@@ -38,8 +43,20 @@ export async function startTestEnv(env: Record<string, string> = {}): Promise<Te
     ...env,
   });
   const orm = await createOrm(config.databaseUrl!);
-  const temporal = await TemporalGateway.connect({ address: config.temporal.address!, namespace: config.temporal.namespace, taskQueue });
-  const deps: AppDeps = { config, orm, temporal, logger: pino({ level: config.logLevel }) };
+  const temporal = await TemporalGateway.connect(
+    { address: config.temporal.address!, namespace: config.temporal.namespace, taskQueue },
+    config,
+  );
+  const dns = createDnsLookup({ servers: config.dnsServers, timeoutMs: 1000, tries: 1 });
+  const mailer = mailerFromConfig(config);
+  const deps: AppDeps = {
+    config,
+    orm,
+    temporal,
+    logger: pino({ level: config.logLevel }),
+    dns,
+    linkSecret: await linkSigningSecret(orm.em.fork(), config.jwtSecret),
+  };
   const { app } = createApp(deps);
   const workers: WorkerHandle[] = [];
   return {
@@ -53,7 +70,7 @@ export async function startTestEnv(env: Record<string, string> = {}): Promise<Te
     async startWorker() {
       const handle = await startWorker(
         { address: config.temporal.address!, namespace: config.temporal.namespace, taskQueue },
-        { orm },
+        { orm, dns, mailer },
         { workflowBundle: { codePath: process.env.TEST_WORKFLOW_BUNDLE! } },
       );
       workers.push(handle);
@@ -61,6 +78,7 @@ export async function startTestEnv(env: Record<string, string> = {}): Promise<Te
     },
     async close() {
       await Promise.all(workers.map((w) => w.shutdown()));
+      mailer.close();
       await temporal.close();
       await orm.close();
     },
@@ -68,3 +86,12 @@ export async function startTestEnv(env: Record<string, string> = {}): Promise<Te
 }
 
 export const bearer = (key: string) => ({ Authorization: `Bearer ${key}` });
+
+/** The SDK logs worker state changes at INFO; tests want its warnings only. Installable once per module registry. */
+function quietSdkLogs(): void {
+  try {
+    Runtime.install({ logger: new DefaultLogger('WARN') });
+  } catch {
+    // already installed by an earlier env in this test file
+  }
+}

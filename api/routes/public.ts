@@ -1,0 +1,85 @@
+import { queueSend } from '../../db/send';
+import { idempotent } from '../../db/idempotency';
+import { trackEvent } from '../../db/track';
+import type { AppDeps } from '../context';
+import { idempotencyKey } from '../idempotency-key';
+import type { RouteContext, RouteRegistry } from '../routing';
+import { MESSAGE_MAX_BYTES, sendBody, sendResponse } from '../schemas/send';
+import { trackBody, trackResponse } from '../schemas/events';
+import type { Response } from 'express';
+import type { z } from 'zod';
+
+/** The public API (`/v1/…`): `{success, data}` envelopes, `Idempotency-Key` honoured. */
+export function registerPublicRoutes(api: RouteRegistry, deps: AppDeps): void {
+  api.add({
+    method: 'post',
+    path: '/v1/send',
+    tag: 'Public API',
+    summary: 'Send a transactional email to one or more recipients (queued at once, delivered by a workflow)',
+    auth: 'secret',
+    body: sendBody,
+    // Attachments travel base64-encoded: 40 MB of message needs a little more than that as JSON.
+    bodyLimit: '55mb',
+    response: sendResponse,
+    handler: async ({ scope, project, body, req, res }) => {
+      const result = await idempotent(scope.em, project.id, 'send', idempotencyKey(req), body, async () => {
+        const emails = await scope.em.transactional(async (tx) => {
+          const queued = await queueSend(
+            tx,
+            { projectId: project.id, publicUrl: deps.config.publicUrl, linkSecret: deps.linkSecret, maxMessageBytes: MESSAGE_MAX_BYTES },
+            body,
+          );
+          // Started before the commit: if Temporal refuses, the rows roll back and the client can retry.
+          await deps.temporal.sendEmails(project.id, queued.map((q) => q.email));
+          return queued;
+        });
+        return { status: 200, body: { success: true, data: { emails, timestamp: new Date().toISOString() } } };
+      });
+      return replay(res, result);
+    },
+  });
+
+  const track = async ({
+    scope,
+    project,
+    body,
+    req,
+    res,
+  }: Pick<RouteContext<'secret', z.output<typeof trackBody>, undefined, undefined>, 'scope' | 'project' | 'body' | 'req' | 'res'>) => {
+    const result = await idempotent(scope.em, project.id, 'track', idempotencyKey(req), body, async () => {
+      const tracked = await scope.em.transactional((tx) => trackEvent(tx, project.id, body));
+      // Seam for the Workflows issue: start the workflows this event triggers and signal the
+      // contact's executions waiting for it, with `tracked.context` as their data.
+      return { status: 200, body: { success: true, data: { contact: tracked.contact, event: tracked.event, timestamp: tracked.timestamp } } };
+    });
+    return replay(res, result);
+  };
+
+  api.add({
+    method: 'post',
+    path: '/v1/track',
+    tag: 'Public API',
+    summary: 'Track an event for a contact (created when absent; public or secret key)',
+    auth: 'publicOrSecret',
+    body: trackBody,
+    response: trackResponse,
+    handler: track,
+  });
+
+  api.add({
+    method: 'post',
+    path: '/events/track',
+    tag: 'Events',
+    summary: 'Dashboard alias of POST /v1/track',
+    auth: 'secret',
+    body: trackBody,
+    response: trackResponse,
+    handler: track,
+  });
+}
+
+function replay(res: Response, result: { status: number; body: unknown; replayed: boolean }) {
+  res.status(result.status);
+  if (result.replayed) res.setHeader('Idempotent-Replayed', 'true');
+  return result.body;
+}

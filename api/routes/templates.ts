@@ -1,0 +1,106 @@
+import { z } from 'zod';
+import { requireVerifiedSender } from '../../db/domains';
+import {
+  createTemplate,
+  deleteTemplate,
+  duplicateTemplate,
+  getTemplate,
+  listTemplates,
+  templateUsage,
+  updateTemplate,
+} from '../../db/templates';
+import type { AppDeps } from '../context';
+import type { RouteRegistry } from '../routing';
+import { cursorPage, idParams } from '../schemas/common';
+import { createTemplateBody, templateListQuery, templateSchema, templateUsageSchema, updateTemplateBody } from '../schemas/templates';
+
+export function registerTemplateRoutes(api: RouteRegistry, _deps: AppDeps): void {
+  api.add({
+    method: 'get',
+    path: '/templates',
+    tag: 'Templates',
+    summary: 'List templates, newest first (cursor pagination)',
+    auth: 'secret',
+    query: templateListQuery,
+    response: cursorPage(templateSchema),
+    handler: ({ scope, project, query }) => listTemplates(scope.em, project.id, query),
+  });
+
+  api.add({
+    method: 'post',
+    path: '/templates',
+    tag: 'Templates',
+    summary: 'Create a template (subject and body are compiled now; `from` must be on a verified domain)',
+    auth: 'secret',
+    body: createTemplateBody,
+    response: templateSchema,
+    status: 201,
+    handler: async ({ scope, project, body }) => {
+      if (body.from) await requireVerifiedSender(scope.em, project.id, body.from);
+      return createTemplate(scope.em, project.id, body);
+    },
+  });
+
+  api.add({
+    method: 'get',
+    path: '/templates/:id',
+    tag: 'Templates',
+    summary: 'Get a template',
+    auth: 'secret',
+    params: idParams,
+    response: templateSchema,
+    handler: ({ scope, project, params }) => getTemplate(scope.em, project.id, params.id),
+  });
+
+  api.add({
+    method: 'patch',
+    path: '/templates/:id',
+    tag: 'Templates',
+    summary: 'Update a template',
+    auth: 'secret',
+    params: idParams,
+    body: updateTemplateBody,
+    response: templateSchema,
+    handler: async ({ scope, project, params, body }) => {
+      if (body.from) await requireVerifiedSender(scope.em, project.id, body.from);
+      return updateTemplate(scope.em, project.id, params.id, body);
+    },
+  });
+
+  api.add({
+    method: 'delete',
+    path: '/templates/:id',
+    tag: 'Templates',
+    summary: 'Delete a template',
+    auth: 'secret',
+    params: idParams,
+    response: z.object({ id: z.string(), deleted: z.literal(true) }),
+    handler: async ({ scope, project, params }) => {
+      await deleteTemplate(scope.em, project.id, params.id);
+      return { id: params.id, deleted: true as const };
+    },
+  });
+
+  api.add({
+    method: 'post',
+    path: '/templates/:id/duplicate',
+    tag: 'Templates',
+    summary: 'Copy a template; returns the new template (its `id` is the new id)',
+    auth: 'secret',
+    params: idParams,
+    response: templateSchema,
+    status: 201,
+    handler: ({ scope, project, params }) => duplicateTemplate(scope.em, project.id, params.id),
+  });
+
+  api.add({
+    method: 'get',
+    path: '/templates/:id/usage',
+    tag: 'Templates',
+    summary: 'Campaigns and workflow steps that reference the template',
+    auth: 'secret',
+    params: idParams,
+    response: templateUsageSchema,
+    handler: ({ scope, project, params }) => templateUsage(scope.em, project.id, params.id),
+  });
+}

@@ -1,0 +1,32 @@
+const escape = (s: string) =>
+  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+
+function page(title: string, content: string): string {
+  return `<!doctype html><html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
+<title>${escape(title)}</title><style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem;color:#222}
+button{font-size:1rem;padding:.5rem 1rem;cursor:pointer}form{display:inline-block;margin-right:.5rem}</style></head>
+<body><h1>${escape(title)}</h1>${content}</body></html>`;
+}
+
+const button = (action: string, label: string) =>
+  `<form method="post" action="${escape(action)}"><button type="submit">${escape(label)}</button></form>`;
+
+export const subscriptionPages = {
+  confirmUnsubscribe: (email: string, token: string) =>
+    page('Unsubscribe', `<p>Stop sending email to <strong>${escape(email)}</strong>?</p>${button(`/unsubscribe/${token}`, 'Unsubscribe')}`),
+  confirmSubscribe: (email: string, token: string) =>
+    page('Subscribe', `<p>Receive email at <strong>${escape(email)}</strong> again?</p>${button(`/subscribe/${token}`, 'Subscribe')}`),
+  done: (email: string, subscribed: boolean, token: string) =>
+    page(
+      subscribed ? 'You are subscribed' : 'You are unsubscribed',
+      `<p><strong>${escape(email)}</strong> ${subscribed ? 'will receive our email.' : 'will no longer receive our marketing email.'}</p>
+       <p><a href="/manage/${escape(token)}">Manage your subscription</a></p>`,
+    ),
+  manage: (email: string, subscribed: boolean, token: string) =>
+    page(
+      'Your subscription',
+      `<p><strong>${escape(email)}</strong> is currently <strong>${subscribed ? 'subscribed' : 'unsubscribed'}</strong>.</p>
+       ${subscribed ? button(`/unsubscribe/${token}`, 'Unsubscribe') : button(`/subscribe/${token}`, 'Subscribe again')}`,
+    ),
+  invalid: () => page('Link not valid', '<p>This link is not valid or the contact no longer exists.</p>'),
+};

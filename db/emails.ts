@@ -1,0 +1,159 @@
+import { randomUUID } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { AttachmentFile, StoredEmail } from '../mail/compose';
+import { recordEvent } from './events';
+import { query, queryOne } from './sql';
+
+export type EmailStatus =
+  | 'QUEUED'
+  | 'SENDING'
+  | 'SENT'
+  | 'DELIVERED'
+  | 'OPENED'
+  | 'CLICKED'
+  | 'BOUNCED'
+  | 'COMPLAINED'
+  | 'FAILED';
+
+export type EmailSource = 'transactional' | 'campaign' | 'workflow';
+
+export interface NewEmail {
+  projectId: string;
+  contactId: string;
+  domainId: string;
+  templateId: string | null;
+  source: EmailSource;
+  marketing: boolean;
+  toEmail: string;
+  toName: string | null;
+  fromEmail: string;
+  fromName: string | null;
+  replyTo: string | null;
+  subject: string;
+  body: string;
+  headers: Record<string, string>;
+  attachmentSetId: string | null;
+}
+
+/** Attachments are stored once per request; every recipient's email points at the same set. */
+export async function createAttachmentSet(em: EntityManager, projectId: string, files: AttachmentFile[]): Promise<string> {
+  const id = randomUUID();
+  await query(em, 'insert into attachment_sets (id, project_id, files) values (?, ?, ?::jsonb)', [
+    id,
+    projectId,
+    JSON.stringify(files),
+  ]);
+  return id;
+}
+
+/** Writes QUEUED rows; their ids exist before any SMTP call, which is what makes retries safe. */
+export async function insertEmails(em: EntityManager, emails: NewEmail[]): Promise<string[]> {
+  const ids = emails.map(() => randomUUID());
+  const rows = emails.map((e, i) => ({
+    id: ids[i],
+    project_id: e.projectId,
+    contact_id: e.contactId,
+    domain_id: e.domainId,
+    template_id: e.templateId,
+    source: e.source,
+    marketing: e.marketing,
+    to_email: e.toEmail,
+    to_name: e.toName,
+    from_email: e.fromEmail,
+    from_name: e.fromName,
+    reply_to: e.replyTo,
+    subject: e.subject,
+    body: e.body,
+    headers: e.headers,
+    attachment_set_id: e.attachmentSetId,
+  }));
+  await query(
+    em,
+    `insert into emails (id, project_id, contact_id, domain_id, template_id, source, marketing, to_email, to_name,
+       from_email, from_name, reply_to, subject, body, headers, attachment_set_id)
+     select id, project_id, contact_id, domain_id, template_id, source, marketing, to_email, to_name,
+       from_email, from_name, reply_to, subject, body, headers, attachment_set_id
+     from jsonb_to_recordset(?::jsonb) as r(id uuid, project_id text, contact_id text, domain_id text, template_id text,
+       source text, marketing boolean, to_email text, to_name text, from_email text, from_name text, reply_to text,
+       subject text, body text, headers jsonb, attachment_set_id uuid)`,
+    [JSON.stringify(rows)],
+  );
+  return ids;
+}
+
+export interface EmailForDelivery {
+  email: StoredEmail;
+  status: EmailStatus;
+  domainId: string | null;
+}
+
+export async function loadEmailForDelivery(em: EntityManager, id: string): Promise<EmailForDelivery | undefined> {
+  const row = await queryOne<{
+    id: string;
+    status: EmailStatus;
+    domain_id: string | null;
+    to_email: string;
+    to_name: string | null;
+    from_email: string;
+    from_name: string | null;
+    reply_to: string | null;
+    subject: string;
+    body: string;
+    headers: Record<string, string>;
+    files: AttachmentFile[] | null;
+  }>(
+    em,
+    `select e.id, e.status, e.domain_id, e.to_email, e.to_name, e.from_email, e.from_name, e.reply_to, e.subject, e.body,
+            e.headers, a.files
+     from emails e left join attachment_sets a on a.id = e.attachment_set_id where e.id = ?`,
+    [id],
+  );
+  if (!row) return undefined;
+  return {
+    status: row.status,
+    domainId: row.domain_id,
+    email: {
+      id: row.id,
+      toEmail: row.to_email,
+      toName: row.to_name,
+      fromEmail: row.from_email,
+      fromName: row.from_name,
+      replyTo: row.reply_to,
+      subject: row.subject,
+      body: row.body,
+      headers: row.headers,
+      attachments: row.files ?? [],
+    },
+  };
+}
+
+export async function markEmailSending(em: EntityManager, id: string): Promise<void> {
+  await query(em, `update emails set status = 'SENDING', updated_at = now() where id = ? and status in ('QUEUED','SENDING')`, [id]);
+}
+
+/** SENT once, with its `email.sent` event; a repeat (a retried activity) changes nothing. */
+export async function markEmailSent(em: EntityManager, id: string, smtpResponse: string): Promise<boolean> {
+  return em.transactional(async (tx) => {
+    const row = await queryOne<{ project_id: string; contact_id: string | null }>(
+      tx,
+      `update emails set status = 'SENT', smtp_response = ?, sent_at = now(), updated_at = now()
+       where id = ? and status in ('QUEUED','SENDING') returning project_id, contact_id`,
+      [smtpResponse, id],
+    );
+    if (!row) return false;
+    await recordEvent(tx, row.project_id, row.contact_id, 'email.sent', { emailId: id });
+    return true;
+  });
+}
+
+export async function markEmailFailed(em: EntityManager, id: string, error: string): Promise<void> {
+  await query(em, `update emails set status = 'FAILED', error = ?, updated_at = now() where id = ? and status in ('QUEUED','SENDING')`, [
+    error,
+    id,
+  ]);
+}
+
+export async function getEmailStatus(em: EntityManager, projectId: string, id: string): Promise<EmailStatus | undefined> {
+  const row = await queryOne<{ status: EmailStatus }>(em, 'select status from emails where project_id = ? and id = ?', [projectId, id]);
+  return row?.status;
+}

@@ -1,0 +1,116 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { AppError, validationError } from '../errors';
+import type { AttachmentFile } from '../mail/compose';
+import { contactUrls } from '../mail/links';
+import { compileTemplate, TemplateSyntaxError, templateVariables } from '../mail/render';
+import { upsertContact } from './contacts';
+import { requireVerifiedSender } from './domains';
+import { createAttachmentSet, insertEmails, type NewEmail } from './emails';
+import { recordSubscriptionChange } from './events';
+import { getTemplate } from './templates';
+
+type Mailbox = string | { name?: string; email: string };
+
+export interface SendRequest {
+  to: Mailbox | Mailbox[];
+  subject?: string;
+  body?: string;
+  template?: string;
+  from?: Mailbox;
+  /** Deprecated sender display name, used when `from` is a bare address. */
+  name?: string;
+  reply?: string;
+  data?: Record<string, unknown>;
+  subscribed?: boolean;
+  headers?: Record<string, string>;
+  attachments?: AttachmentFile[];
+}
+
+export interface QueuedEmail {
+  contact: { id: string; email: string };
+  email: string;
+}
+
+export interface SendContext {
+  projectId: string;
+  publicUrl: string;
+  linkSecret: string;
+  maxMessageBytes: number;
+}
+
+const mailbox = (m: Mailbox) => (typeof m === 'string' ? { email: m, name: undefined } : m);
+
+function compileField(source: string, field: 'subject' | 'body') {
+  try {
+    return compileTemplate(source, { escapeHtml: field === 'body' });
+  } catch (err) {
+    if (err instanceof TemplateSyntaxError) {
+      throw validationError([{ field, message: `Template syntax error: ${err.message}`, code: 'template_syntax' }]);
+    }
+    throw err;
+  }
+}
+
+/**
+ * Everything /v1/send writes, in the caller's transaction: each recipient upserted and rendered on
+ * its own, one after another, and one QUEUED email row each. Delivery is the workflow's job.
+ */
+export async function queueSend(em: EntityManager, ctx: SendContext, req: SendRequest): Promise<QueuedEmail[]> {
+  const template = req.template ? await getTemplate(em, ctx.projectId, req.template) : undefined;
+  const subject = req.subject ?? template?.subject;
+  const body = req.body ?? template?.body;
+  const from = req.from ? mailbox(req.from) : template?.from ? { email: template.from, name: template.fromName ?? undefined } : undefined;
+  if (!from) {
+    throw validationError([{ field: 'from', message: 'Required: the template has no sender', code: 'invalid_type' }]);
+  }
+  const fromName = from.name ?? req.name ?? null;
+  const domainId = await requireVerifiedSender(em, ctx.projectId, from.email);
+  const compiledSubject = compileField(subject!, 'subject');
+  const compiledBody = compileField(body!, 'body');
+  const marketing = template?.type === 'MARKETING';
+
+  const attachments = req.attachments ?? [];
+  const size = Buffer.byteLength(body!) + attachments.reduce((n, a) => n + a.content.length, 0);
+  if (size > ctx.maxMessageBytes) {
+    throw new AppError(413, 'PAYLOAD_TOO_LARGE', 'The message would exceed 40 MB', {
+      suggestion: 'Send smaller attachments or a shorter body.',
+    });
+  }
+  const attachmentSetId = attachments.length ? await createAttachmentSet(em, ctx.projectId, attachments) : null;
+
+  const emails: NewEmail[] = [];
+  const queued: Omit<QueuedEmail, 'email'>[] = [];
+  for (const recipient of (Array.isArray(req.to) ? req.to : [req.to]).map(mailbox)) {
+    const data = recipient.name ? { ...req.data, name: recipient.name } : req.data;
+    const up = await upsertContact(em, ctx.projectId, { email: recipient.email, subscribed: req.subscribed, data }, {
+      subscribedWhenNew: false,
+    });
+    await recordSubscriptionChange(em, ctx.projectId, up.contact.id, up.previousSubscribed, up.contact.subscribed);
+    const urls = contactUrls(ctx.publicUrl, ctx.linkSecret, up.contact.id);
+    const vars = templateVariables(up.contact, urls, up.transient);
+    emails.push({
+      projectId: ctx.projectId,
+      contactId: up.contact.id,
+      domainId,
+      templateId: template?.id ?? null,
+      source: 'transactional',
+      marketing,
+      toEmail: up.contact.email,
+      toName: recipient.name ?? null,
+      fromEmail: from.email,
+      fromName,
+      replyTo: req.reply ?? template?.replyTo ?? null,
+      subject: compiledSubject.render(vars),
+      body: compiledBody.render(vars),
+      headers: {
+        ...req.headers,
+        // RFC 8058 one-click unsubscribe: mail clients show an unsubscribe button for marketing mail.
+        ...(marketing ? { 'List-Unsubscribe': `<${urls.unsubscribeUrl}>`, 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' } : {}),
+      },
+      attachmentSetId,
+    });
+    queued.push({ contact: { id: up.contact.id, email: up.contact.email } });
+  }
+  const ids = await insertEmails(em, emails);
+  return queued.map((q, i) => ({ ...q, email: ids[i]! }));
+}

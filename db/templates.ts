@@ -1,0 +1,143 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { notFound } from '../errors';
+import { newId } from './ids';
+import { type CursorPage, keysetPage } from './paging';
+import { query, queryOne } from './sql';
+
+export type TemplateType = 'MARKETING' | 'TRANSACTIONAL';
+
+export interface TemplateDto {
+  id: string;
+  name: string;
+  description: string | null;
+  subject: string;
+  body: string;
+  from: string | null;
+  fromName: string | null;
+  replyTo: string | null;
+  type: TemplateType;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export type TemplateInput = Pick<TemplateDto, 'name' | 'subject' | 'body' | 'type'> &
+  Partial<Pick<TemplateDto, 'description' | 'from' | 'fromName' | 'replyTo'>>;
+
+interface TemplateRow {
+  id: string;
+  name: string;
+  description: string | null;
+  subject: string;
+  body: string;
+  from_email: string | null;
+  from_name: string | null;
+  reply_to: string | null;
+  type: TemplateType;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const COLUMNS = 'id, name, description, subject, body, from_email, from_name, reply_to, type, created_at, updated_at';
+
+/** API field → column, for inserts and partial updates. */
+const FIELD_COLUMNS: Record<keyof TemplateInput, string> = {
+  name: 'name',
+  description: 'description',
+  subject: 'subject',
+  body: 'body',
+  from: 'from_email',
+  fromName: 'from_name',
+  replyTo: 'reply_to',
+  type: 'type',
+};
+
+function toDto(row: TemplateRow): TemplateDto {
+  return {
+    id: row.id,
+    name: row.name,
+    description: row.description,
+    subject: row.subject,
+    body: row.body,
+    from: row.from_email,
+    fromName: row.from_name,
+    replyTo: row.reply_to,
+    type: row.type,
+    createdAt: new Date(row.created_at).toISOString(),
+    updatedAt: new Date(row.updated_at).toISOString(),
+  };
+}
+
+export async function createTemplate(em: EntityManager, projectId: string, input: TemplateInput): Promise<TemplateDto> {
+  const fields = Object.keys(FIELD_COLUMNS) as (keyof TemplateInput)[];
+  const row = await queryOne<TemplateRow>(
+    em,
+    `insert into templates (id, project_id, ${fields.map((f) => FIELD_COLUMNS[f]).join(', ')})
+     values (?, ?, ${fields.map(() => '?').join(', ')}) returning ${COLUMNS}`,
+    [newId('tpl'), projectId, ...fields.map((f) => input[f] ?? null)],
+  );
+  return toDto(row!);
+}
+
+export async function getTemplate(em: EntityManager, projectId: string, id: string): Promise<TemplateDto> {
+  const row = await queryOne<TemplateRow>(em, `select ${COLUMNS} from templates where project_id = ? and id = ?`, [projectId, id]);
+  if (!row) throw notFound('template');
+  return toDto(row);
+}
+
+export async function updateTemplate(
+  em: EntityManager,
+  projectId: string,
+  id: string,
+  patch: Partial<TemplateInput>,
+): Promise<TemplateDto> {
+  const fields = (Object.keys(patch) as (keyof TemplateInput)[]).filter((f) => patch[f] !== undefined && f in FIELD_COLUMNS);
+  const row = await queryOne<TemplateRow>(
+    em,
+    `update templates set ${[...fields.map((f) => `${FIELD_COLUMNS[f]} = ?`), 'updated_at = now()'].join(', ')}
+     where project_id = ? and id = ? returning ${COLUMNS}`,
+    [...fields.map((f) => patch[f]), projectId, id],
+  );
+  if (!row) throw notFound('template');
+  return toDto(row);
+}
+
+export async function deleteTemplate(em: EntityManager, projectId: string, id: string): Promise<void> {
+  const rows = await query(em, 'delete from templates where project_id = ? and id = ? returning id', [projectId, id]);
+  if (rows.length === 0) throw notFound('template');
+}
+
+export async function duplicateTemplate(em: EntityManager, projectId: string, id: string): Promise<TemplateDto> {
+  const original = await getTemplate(em, projectId, id);
+  const { id: _id, createdAt: _c, updatedAt: _u, ...input } = original;
+  return createTemplate(em, projectId, { ...input, name: `${original.name} (copy)` });
+}
+
+export async function listTemplates(
+  em: EntityManager,
+  projectId: string,
+  opts: { limit: number; cursor?: string },
+): Promise<CursorPage<TemplateDto>> {
+  const page = await keysetPage<TemplateRow>(em, {
+    from: 'templates',
+    columns: COLUMNS,
+    idColumn: 'id',
+    where: ['project_id = ?'],
+    params: [projectId],
+    limit: opts.limit,
+    cursor: opts.cursor,
+  });
+  return { ...page, data: page.data.map(toDto) };
+}
+
+/**
+ * Where a template is used. Campaigns and workflow steps arrive with their own issues; each adds
+ * its query here, so this answers truthfully (nothing references a template yet).
+ */
+export async function templateUsage(
+  em: EntityManager,
+  projectId: string,
+  id: string,
+): Promise<{ campaigns: { id: string; name: string }[]; workflowSteps: { workflowId: string; stepId: string }[] }> {
+  await getTemplate(em, projectId, id);
+  return { campaigns: [], workflowSteps: [] };
+}

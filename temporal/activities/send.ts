@@ -1,0 +1,47 @@
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import { loadDomainKeys } from '../../db/domains';
+import { loadEmailForDelivery, markEmailFailed, markEmailSending, markEmailSent } from '../../db/emails';
+import type { Orm } from '../../db/orm';
+import { composeMessage } from '../../mail/compose';
+import { dkimKeyObject } from '../../mail/dkim';
+import { type Mailer, SmtpError } from '../../mail/transport';
+
+export type DeliveryOutcome = { delivered: true; smtpResponse: string } | { delivered: false; reason: 'already_sent' | 'missing' };
+
+export function createSendActivities({ orm, mailer }: { orm: Orm; mailer: Mailer }) {
+  return {
+    /**
+     * Hands one email to the relay. Marking it SENT is a separate activity: once the relay has
+     * accepted the message this one completes, and a failure to record that is retried on its
+     * own without sending again.
+     */
+    async deliverEmail(emailId: string): Promise<DeliveryOutcome> {
+      const em = orm.em.fork();
+      const found = await loadEmailForDelivery(em, emailId);
+      if (!found) {
+        // The API starts the workflow inside the transaction that writes the rows, so the first
+        // attempts may run before that commit; only a row missing for good ends delivery.
+        if (Context.current().info.attempt < 10) throw ApplicationFailure.retryable(`Email ${emailId} not visible yet`);
+        return { delivered: false, reason: 'missing' };
+      }
+      if (found.status !== 'QUEUED' && found.status !== 'SENDING') return { delivered: false, reason: 'already_sent' };
+      const keys = found.domainId ? await loadDomainKeys(em, found.domainId) : undefined;
+      const dkim = keys && { domainName: keys.domain, keySelector: keys.selector, privateKey: dkimKeyObject(keys.privateKeyPem) };
+      await markEmailSending(em, emailId);
+      try {
+        const result = await mailer.send(composeMessage(found.email, dkim));
+        return { delivered: true, smtpResponse: result.response };
+      } catch (err) {
+        if (err instanceof SmtpError && err.permanent) {
+          await markEmailFailed(em, emailId, err.message);
+          throw ApplicationFailure.nonRetryable(err.message, 'SmtpPermanentError');
+        }
+        throw err;
+      }
+    },
+
+    async recordEmailSent(emailId: string, smtpResponse: string): Promise<void> {
+      await markEmailSent(orm.em.fork(), emailId, smtpResponse);
+    },
+  };
+}

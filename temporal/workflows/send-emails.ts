@@ -1,0 +1,34 @@
+import { proxyActivities } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+
+export interface SendEmailsInput {
+  emailIds: string[];
+  /** Longest wait between delivery attempts while the relay is down (5 minutes in production). */
+  maxRetryIntervalSeconds: number;
+}
+
+/**
+ * Delivers the emails of one /v1/send request. Delivery retries transient SMTP failures with
+ * backoff for as long as it takes; a 5xx reply is final (the activity marks the email FAILED).
+ */
+export async function sendEmails(input: SendEmailsInput): Promise<void> {
+  const { deliverEmail } = proxyActivities<Activities>({
+    startToCloseTimeout: '2 minutes',
+    retry: {
+      initialInterval: '1 second',
+      backoffCoefficient: 2,
+      maximumInterval: `${input.maxRetryIntervalSeconds} seconds`,
+      nonRetryableErrorTypes: ['SmtpPermanentError'],
+    },
+  });
+  const { recordEmailSent } = proxyActivities<Activities>({
+    startToCloseTimeout: '30 seconds',
+    retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
+  });
+  await Promise.all(
+    input.emailIds.map(async (emailId) => {
+      const outcome = await deliverEmail(emailId);
+      if (outcome.delivered) await recordEmailSent(emailId, outcome.smtpResponse);
+    }),
+  );
+}
