@@ -28,7 +28,11 @@ export const notFound = (resource: string, code = `${resource.toUpperCase().repl
 export const conflict = (message: string, suggestion?: string, code = 'CONFLICT') =>
   new AppError(409, code, message, { suggestion });
 
-export const validationError = (errors: FieldError[], message = 'Request validation failed') =>
+/** The message names the fields too: clients that show only `message` still say what to fix. */
+export const validationError = (
+  errors: FieldError[],
+  message = `Request validation failed: ${errors.map((e) => `${e.field}: ${e.message}`).join('; ')}`.slice(0, 1000),
+) =>
   new AppError(422, 'VALIDATION_ERROR', message, {
     errors,
     suggestion: 'Fix the fields listed in error.errors and send the request again.',

@@ -13,6 +13,7 @@ import { registerMetaRoutes } from './routes/meta';
 import { registerPublicRoutes } from './routes/public';
 import { registerSubscriptionRoutes } from './routes/subscriptions';
 import { registerTemplateRoutes } from './routes/templates';
+import { registerVerifyRoutes } from './routes/verify';
 import { RouteRegistry } from './routing';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -49,6 +50,7 @@ export function createApp(deps: AppDeps): App {
   registerFieldRoutes(registry, deps);
   registerContactRoutes(registry, deps);
   registerPublicRoutes(registry, deps);
+  registerVerifyRoutes(registry, deps);
   registerEventRoutes(registry, deps);
   registerDomainRoutes(registry, deps);
   registerTemplateRoutes(registry, deps);

@@ -4,8 +4,18 @@ import { errorEnvelope } from './schemas/common';
 
 type JsonSchema = Record<string, unknown>;
 
+/**
+ * Schemas named with `.meta({ id })` come out of zod as `$defs` with `#/$defs/<id>` references;
+ * they are moved into `components.schemas`, where OpenAPI resolves them.
+ */
+const components: Record<string, JsonSchema> = {};
+
 const toSchema = (schema: z.ZodType, io: 'input' | 'output'): JsonSchema => {
-  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any', reused: 'inline' }) as JsonSchema;
+  const json = z.toJSONSchema(schema, { io, unrepresentable: 'any', reused: 'inline' }) as JsonSchema;
+  const { $schema: _ignored, $defs, ...rest } = JSON.parse(
+    JSON.stringify(json).replaceAll('"#/$defs/', '"#/components/schemas/'),
+  ) as JsonSchema & { $defs?: Record<string, JsonSchema> };
+  for (const [id, def] of Object.entries($defs ?? {})) components[id] ??= def;
   return rest;
 };
 
@@ -45,6 +55,7 @@ const ERROR_STATUSES: Record<string, string> = {
 
 /** OpenAPI 3.1 generated from the registered routes and the zod schemas that validate them. */
 export function buildOpenApi(routes: AnyRouteSpec[], info: { version: string; serverUrl: string }): JsonSchema {
+  toSchema(errorEnvelope, 'output'); // registers components.schemas.Error, which every error response references
   const paths: Record<string, Record<string, JsonSchema>> = {};
   for (const route of routes) {
     const errorRefs = Object.fromEntries(
@@ -92,7 +103,7 @@ export function buildOpenApi(routes: AnyRouteSpec[], info: { version: string; se
         secretKey: { type: 'http', scheme: 'bearer', description: 'Project secret key (sk_…)' },
         publicKey: { type: 'http', scheme: 'bearer', description: 'Project public key (pk_…), POST /v1/track only' },
       },
-      schemas: { Error: toSchema(errorEnvelope, 'output') },
+      schemas: components,
     },
     paths,
   };

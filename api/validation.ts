@@ -8,7 +8,8 @@ export function toFieldErrors(error: z.ZodError, prefix?: string): FieldError[] 
   return error.issues.map((issue) => ({
     field: [prefix, ...issue.path.map(String)].filter(Boolean).join('.') || (prefix ?? 'body'),
     message: issue.message,
-    code: CODE_ALIASES[issue.code] ?? issue.code,
+    // A refinement names its own code in params (e.g. template_syntax); zod would only say "custom".
+    code: (issue.code === 'custom' && typeof issue.params?.code === 'string' ? issue.params.code : undefined) ?? CODE_ALIASES[issue.code] ?? issue.code,
   }));
 }
 

@@ -33,6 +33,21 @@ const API_LOG_LEVEL = 'warn';
 
 const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
 
+// Ctrl-C must not leave the database or the (detached) Temporal dev server behind: during set-up
+// it aborts at the next step, during the run it stops issuing requests; cleanup runs either way.
+let interrupted = false;
+let onInterrupt: (() => void) | undefined;
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    interrupted = true;
+    if (onInterrupt) onInterrupt();
+    else log(`${signal}: stopping after the current set-up step`);
+  });
+}
+const checkpoint = () => {
+  if (interrupted) throw new Error('interrupted');
+};
+
 function options() {
   const { values } = parseArgs({
     options: {
@@ -120,16 +135,18 @@ async function runLoad(port: number, key: string, n: number, concurrency: number
       req.end(payload);
     });
 
-  const onSigint = () => {
-    log('SIGINT: finishing the requests in flight, then cleaning up');
+  if (interrupted) stop = true;
+  onInterrupt = () => {
+    log('interrupted: finishing the requests in flight, then cleaning up');
     stop = true;
   };
-  process.on('SIGINT', onSigint);
   const started = performance.now();
   const deadline = maxSeconds === undefined ? Infinity : started + maxSeconds * 1000;
+  let lastDone = 0;
   const progress = setInterval(() => {
     const s = (performance.now() - started) / 1000;
-    log(`${done}/${n} in ${s.toFixed(0)} s (${(done / s).toFixed(0)} req/s)`);
+    log(`${done}/${n} in ${s.toFixed(0)} s: ${((done - lastDone) / 10).toFixed(0)} req/s over the last 10 s, ${(done / s).toFixed(0)} on average; load average ${os.loadavg()[0]!.toFixed(1)}`);
+    lastDone = done;
   }, 10_000);
 
   const client = async () => {
@@ -156,7 +173,7 @@ async function runLoad(port: number, key: string, n: number, concurrency: number
   await Promise.all(Array.from({ length: concurrency }, client));
   const elapsedS = (performance.now() - started) / 1000;
   clearInterval(progress);
-  process.off('SIGINT', onSigint);
+  onInterrupt = undefined;
   agent.destroy();
   return { latenciesMs: latenciesMs.subarray(0, done), done, statuses, firstErrors, elapsedS, stoppedEarly: done < n };
 }
@@ -236,10 +253,12 @@ async function main(): Promise<void> {
       await orm.close();
     }
     log(`database ${dbName} created and migrated`);
+    checkpoint();
 
     const cliPath = await findTemporalCli({ cliPath: process.env.TEMPORAL_CLI_PATH, allowBuild: true, log });
     const temporal: DevServerHandle = await startTemporalDevServer({ cliPath, port: 0, uiPort: false, readinessTimeoutMs: 120_000, log });
     cleanups.push(() => temporal.stop());
+    checkpoint();
 
     const port = await freePort();
     const api = startApi({
@@ -258,8 +277,10 @@ async function main(): Promise<void> {
       clearTimeout(timer);
     });
     await waitForHealth(port, api, 120_000);
+    checkpoint();
     log(`API up on 127.0.0.1:${port}; sending ${opts.n} requests with ${opts.concurrency} clients`);
 
+    const loadBefore = os.loadavg()[0]!;
     const result = await runLoad(port, key, opts.n, opts.concurrency, opts.maxSeconds);
 
     const check = new Client({ connectionString: databaseUrl });
@@ -276,6 +297,7 @@ async function main(): Promise<void> {
       '',
       `Tidings contacts bench: POST /contacts (upsert), ${result.done} requests${result.stoppedEarly ? ` (stopped early; ${opts.n} planned)` : ''}, ${opts.concurrency} concurrent keep-alive clients`,
       `  environment   ${cpu.length} cores (${cpu[0]?.model.trim() ?? 'unknown CPU'}), ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, node ${process.version}, ${os.platform()} ${os.arch()}, PostgreSQL ${pgVersion}`,
+      `  load average  ${loadBefore.toFixed(1)} before, ${os.loadavg()[0]!.toFixed(1)} after (1-minute; other work on the machine skews the figures)`,
       `  setup         API in its own process (tidings start --api via tsx, NODE_ENV=production, LOG_LEVEL=${API_LOG_LEVEL}); load generator, API and PostgreSQL share the machine`,
       `  rate limit    RATE_LIMIT_PER_MINUTE raised to ${BENCH_RATE_LIMIT} for the bench (default 1000): the limiter still counts every request in PostgreSQL but never throttles`,
       `  duration      ${result.elapsedS.toFixed(1)} s`,

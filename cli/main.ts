@@ -3,6 +3,7 @@ import { ConfigError, loadConfig } from '../config';
 import { createOrm, migrate } from '../db/orm';
 import { createProject, rotateProjectKeys } from '../db/projects';
 import { AppError } from '../errors';
+import { StartupError } from './errors';
 import { resolveDatabase } from './services';
 import { startService } from './start';
 
@@ -101,7 +102,7 @@ function writeStdout(text: string): Promise<void> {
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err: unknown) => {
-    if (err instanceof ConfigError || err instanceof AppError) log(err.message);
+    if (err instanceof ConfigError || err instanceof AppError || err instanceof StartupError) log(err.message);
     else log(err instanceof Error ? (err.stack ?? err.message) : String(err));
     process.exit(1);
   },

@@ -10,6 +10,7 @@ import { createDnsLookup } from '../mail/dns';
 import { mailerFromConfig } from '../mail/mailer';
 import { TemporalGateway } from '../temporal/client';
 import { startWorker } from '../temporal/worker';
+import { StartupError } from './errors';
 import { type Log, resolveDatabase, resolveTemporal } from './services';
 
 export interface StartOptions {
@@ -86,7 +87,7 @@ export async function startService(config: Config, opts: StartOptions, log: Log)
       // Express 5 hands a listen error (EADDRINUSE) to this callback rather than throwing it.
       const server: Server = await new Promise((resolve, reject) => {
         const s = app.listen(config.port, (err?: Error) =>
-          err ? reject(new Error(`The API cannot listen on port ${config.port}: ${err.message}`)) : resolve(s),
+          err ? reject(new StartupError(`The API cannot listen on port ${config.port}: ${err.message}`)) : resolve(s),
         );
       });
       stops.push(() => new Promise((resolve) => server.close(() => resolve())));

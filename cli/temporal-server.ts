@@ -6,6 +6,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { Connection } from '@temporalio/client';
 import { SEARCH_ATTRIBUTE_TYPES } from '../temporal/search-attributes';
+import { StartupError } from './errors';
 
 const execFileAsync = promisify(execFile);
 
@@ -35,7 +36,7 @@ export async function findTemporalCli(opts: {
   log: (msg: string) => void;
 }): Promise<string> {
   if (opts.cliPath) {
-    if (!isExecutable(opts.cliPath)) throw new Error(`TEMPORAL_CLI_PATH=${opts.cliPath} does not exist or is not executable`);
+    if (!isExecutable(opts.cliPath)) throw new StartupError(`TEMPORAL_CLI_PATH=${opts.cliPath} does not exist or is not executable`);
     return opts.cliPath;
   }
   const found = onPath('temporal');
@@ -60,7 +61,7 @@ export async function findTemporalCli(opts: {
     if (isExecutable(bin)) return bin;
     throw new Error(`go install succeeded but ${bin} is missing`);
   }
-  throw new Error(
+  throw new StartupError(
     [
       'The Temporal CLI (`temporal`) is needed to run a local Temporal dev server, and it was not found.',
       'Do one of:',
@@ -158,7 +159,7 @@ export async function startTemporalDevServer(opts: {
   const port = opts.port || (await freePort());
   // Otherwise the readiness probe would happily talk to whatever already listens there.
   if (opts.port && !(await isPortFree(port))) {
-    throw new Error(
+    throw new StartupError(
       `Port ${port} is already in use; if it is a Temporal server from an earlier run, reuse it (see isTemporalReachable) or pick another port.`,
     );
   }
@@ -236,7 +237,7 @@ export async function startTemporalDevServer(opts: {
 
   const reason = exited ?? `not ready after ${Math.round((Date.now() - started) / 1000)}s (last error: ${lastError})`;
   await stop();
-  throw new Error(
+  throw new StartupError(
     `Temporal dev server (${opts.cliPath} ${args.join(' ')}) ${reason}.\nLast output:\n${tail.join('\n') || '(none)'}`,
   );
 }

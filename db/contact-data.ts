@@ -33,6 +33,11 @@ function isPersistenceWrapper(v: unknown): v is { value: JsonValue; persistent?:
   return 'value' in v && 'persistent' in v && keys.every((k) => k === 'value' || k === 'persistent');
 }
 
+/** `obj[key] = v` with key "__proto__" would replace the prototype instead of storing the key. */
+function setOwn(obj: Record<string, JsonValue>, key: string, value: JsonValue): void {
+  Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
+}
+
 /** Turns a request's `data` into what to store, remove and use only once. */
 export function planDataPatch(data: Record<string, unknown> | undefined): DataPatch {
   const patch: DataPatch = { set: {}, remove: [], transient: {} };
@@ -41,11 +46,11 @@ export function planDataPatch(data: Record<string, unknown> | undefined): DataPa
     if (value === null) {
       patch.remove.push(key);
     } else if (isPersistenceWrapper(value)) {
-      if (value.persistent === false) patch.transient[key] = value.value;
+      if (value.persistent === false) setOwn(patch.transient, key, value.value);
       else if (value.value === null) patch.remove.push(key);
-      else if (value.value !== '') patch.set[key] = value.value;
+      else if (value.value !== '') setOwn(patch.set, key, value.value);
     } else {
-      patch.set[key] = value as JsonValue;
+      setOwn(patch.set, key, value as JsonValue);
     }
   }
   return patch;

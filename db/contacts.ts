@@ -94,7 +94,9 @@ export async function upsertContact(
       select subscribed from contacts where project_id = ? and email = ? for update
     )
     insert into contacts as c (id, project_id, email, subscribed, data)
-    values (?, ?, ?, ?, ?::jsonb)
+    -- Reading "previous" here makes PostgreSQL lock and read the old row before the write;
+    -- referenced only in RETURNING, it would run after it and see nothing.
+    select ?, ?, ?, ?, ?::jsonb from (select count(*) from previous) as locked
     on conflict (project_id, email) do update set
       subscribed = coalesce(?::boolean, c.subscribed),
       data = (c.data || ?::jsonb) - ?::text[],
@@ -147,6 +149,7 @@ export async function updateContact(
       subscribed = coalesce(?::boolean, c.subscribed),
       data = (c.data || ?::jsonb) - ?::text[],
       updated_at = now()
+    from (select count(*) from previous) as locked
     where c.project_id = ? and c.id = ?
     returning ${COLUMNS}, (select subscribed from previous) as previous_subscribed`;
   try {

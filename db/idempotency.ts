@@ -22,9 +22,11 @@ function hashBody(body: unknown): string {
 }
 
 /**
- * Runs `work` once per (project, scope, key) within 24 h. The key is claimed before the work
- * starts, so two concurrent requests with one key cannot both send; a repeat with the same body
- * replays the stored response, a different body is a 409. Failed work releases the key.
+ * Runs `work` in a transaction, once per (project, scope, key) within 24 h. The key is claimed
+ * (committed) before the work starts, so two concurrent requests with one key cannot both run;
+ * the response is stored in the work's own transaction, so it exists exactly when the work took
+ * effect. A repeat with the same body replays it, a different body is a 409. Failed work
+ * releases the key.
  */
 export async function idempotent(
   em: EntityManager,
@@ -32,9 +34,9 @@ export async function idempotent(
   scope: string,
   key: string | undefined,
   body: unknown,
-  work: () => Promise<StoredResponse>,
+  work: (tx: EntityManager) => Promise<StoredResponse>,
 ): Promise<StoredResponse & { replayed: boolean }> {
-  if (key === undefined) return { ...(await work()), replayed: false };
+  if (key === undefined) return { ...(await em.transactional(work)), replayed: false };
   const hash = hashBody(body);
   // An expired claim is taken over as if it did not exist.
   const claimed = await queryOne(
@@ -65,12 +67,15 @@ export async function idempotent(
     return { status: existing.response_status, body: existing.response_body, replayed: true };
   }
   try {
-    const response = await work();
-    await query(
-      em,
-      'update idempotency_keys set response_status = ?, response_body = ?::jsonb where project_id = ? and scope = ? and key = ?',
-      [response.status, JSON.stringify(response.body), projectId, scope, key],
-    );
+    const response = await em.transactional(async (tx) => {
+      const done = await work(tx);
+      await query(
+        tx,
+        'update idempotency_keys set response_status = ?, response_body = ?::jsonb where project_id = ? and scope = ? and key = ?',
+        [done.status, JSON.stringify(done.body), projectId, scope, key],
+      );
+      return done;
+    });
     return { ...response, replayed: false };
   } catch (err) {
     await query(em, 'delete from idempotency_keys where project_id = ? and scope = ? and key = ?', [projectId, scope, key]);

@@ -4,6 +4,9 @@ import { newId } from './ids';
 import { type CursorPage, keysetPage } from './paging';
 import { query, queryOne } from './sql';
 
+/** Longest template name the API accepts (api/schemas/templates.ts). */
+export const NAME_MAX = 255;
+
 export type TemplateType = 'MARKETING' | 'TRANSACTIONAL';
 
 export interface TemplateDto {
@@ -109,7 +112,10 @@ export async function deleteTemplate(em: EntityManager, projectId: string, id: s
 export async function duplicateTemplate(em: EntityManager, projectId: string, id: string): Promise<TemplateDto> {
   const original = await getTemplate(em, projectId, id);
   const { id: _id, createdAt: _c, updatedAt: _u, ...input } = original;
-  return createTemplate(em, projectId, { ...input, name: `${original.name} (copy)` });
+  // Names are at most 255 characters on input; a copy of a 255-character name must fit too, or
+  // its own name would fail validation when sent back unchanged in a PATCH.
+  const suffix = ' (copy)';
+  return createTemplate(em, projectId, { ...input, name: `${original.name.slice(0, NAME_MAX - suffix.length)}${suffix}` });
 }
 
 export async function listTemplates(

@@ -23,7 +23,17 @@ async function txtState(dns: DnsLookup, name: string, matches: (value: string) =
   }
 }
 
-const normalize = (s: string) => s.replace(/\s+/g, '');
+/**
+ * The `p=` tag of a DKIM key record (RFC 6376 3.6.1), whitespace removed. Compared whole: a
+ * substring test took `p=<our key>XYZ` (a different, broken key) for ours and verified the domain.
+ */
+function dkimPublicKey(record: string): string | undefined {
+  for (const tag of record.split(';')) {
+    const eq = tag.indexOf('=');
+    if (eq >= 0 && tag.slice(0, eq).trim() === 'p') return tag.slice(eq + 1).replace(/\s+/g, '');
+  }
+  return undefined;
+}
 
 export async function checkDomainRecords(
   dns: DnsLookup,
@@ -32,7 +42,7 @@ export async function checkDomainRecords(
   publicKeyBase64: string,
 ): Promise<DomainCheck> {
   const [dkim, spf, dmarc] = await Promise.all([
-    txtState(dns, dkimRecordName(domain, selector), (v) => normalize(v).includes(`p=${publicKeyBase64}`)),
+    txtState(dns, dkimRecordName(domain, selector), (v) => dkimPublicKey(v) === publicKeyBase64),
     txtState(dns, domain, (v) => v.trim().toLowerCase().startsWith('v=spf1')),
     txtState(dns, `_dmarc.${domain}`, (v) => v.trim().toUpperCase().startsWith('V=DMARC1')),
   ]);

@@ -16,9 +16,14 @@ export function signContactToken(secret: string, contactId: string, purpose: Lin
 
 /** The contact id, or null for a token that was not signed by this instance. */
 export function verifyContactToken(secret: string, token: string, purpose: LinkPurpose = 'subscription'): string | null {
-  const [idPart, sig] = token.split('.');
+  // Exactly the form signContactToken makes: Node's base64 decoder skips characters it does not
+  // know and split() ignored a third part, so altered tokens ("id!x.sig", "id.sig.junk") passed.
+  const parts = token.split('.');
+  if (parts.length !== 2) return null;
+  const [idPart, sig] = parts as [string, string];
   if (!idPart || !sig) return null;
   const contactId = Buffer.from(idPart, 'base64url').toString('utf8');
+  if (Buffer.from(contactId, 'utf8').toString('base64url') !== idPart) return null;
   const expected = Buffer.from(mac(secret, purpose, contactId));
   const given = Buffer.from(sig);
   return expected.length === given.length && timingSafeEqual(expected, given) ? contactId : null;

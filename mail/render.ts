@@ -5,6 +5,7 @@
  * bad template with a 422 when it is saved and the worker never fails on one at send time.
  */
 import Handlebars from 'handlebars';
+import { planDataPatch, RESERVED_DATA_KEYS } from '../db/contact-data';
 
 type Node = hbs.AST.Node;
 type Expr = hbs.AST.Expression;
@@ -91,31 +92,21 @@ export function checkTemplate(source: string): void {
   compileTemplate(source);
 }
 
-// Spec: these keys never come from `data`; the service supplies them.
-const RESERVED = new Set(['id', 'svc_id', 'svc_email', 'email', 'unsubscribeUrl', 'subscribeUrl', 'manageUrl']);
-
 /**
  * The variables a template sees: id, email, subscribed, locale, the three URLs, svc_id, svc_email,
  * `data`, and every data key at the top level (core fields win over data keys with the same name).
- * `extra` is per-send data, including non-persistent `{ value, persistent: false }` values, merged
- * over the contact's data.
+ * `extra` is per-send data, applied over the contact's data with the same rules as a stored patch
+ * (one-shot `{ value, persistent: false }` values included), so a send renders what it would store.
  */
 export function templateVariables(
   contact: { id: string; email: string; subscribed: boolean; data: Record<string, unknown> },
   urls: { unsubscribeUrl: string; subscribeUrl: string; manageUrl: string },
   extra: Record<string, unknown> = {},
 ): Record<string, unknown> {
-  // Spread and defineProperty, never `obj[key] = …`, so a key named "__proto__" stays an ordinary key.
-  const data: Record<string, unknown> = { ...contact.data };
-  // Per-send data follows the spec's rules for `data`, so a send renders what it would store.
-  for (const [key, raw] of Object.entries(extra)) {
-    const value = isOneShot(raw) ? raw.value : raw;
-    if (value === null) delete data[key];
-    else if (value !== '' && value !== undefined) {
-      Object.defineProperty(data, key, { value, enumerable: true, writable: true, configurable: true });
-    }
-  }
-  for (const key of RESERVED) delete data[key];
+  const patch = planDataPatch(extra);
+  // Spreads, never `obj[key] = …`, so a key named "__proto__" stays an ordinary key.
+  const data: Record<string, unknown> = { ...contact.data, ...patch.set, ...patch.transient };
+  for (const key of [...patch.remove, ...RESERVED_DATA_KEYS]) delete data[key];
   return {
     ...data,
     id: contact.id,
@@ -129,10 +120,6 @@ export function templateVariables(
     svc_email: contact.email,
     data,
   };
-}
-
-function isOneShot(v: unknown): v is { value: unknown; persistent: false } {
-  return typeof v === 'object' && v !== null && 'value' in v && (v as { persistent?: unknown }).persistent === false;
 }
 
 // ---- `??` on the AST -------------------------------------------------------------------------------

@@ -130,7 +130,10 @@ interface ParsedAddress {
   formatError?: string;
 }
 
-/** Splits at the last `@`; undefined when there is no local part or no domain to speak of. */
+/**
+ * Splits at the last `@` and checks the format. `parsed` is missing only when there is no local
+ * part or no domain to look at; otherwise the list and typo checks still run on a malformed address.
+ */
 function parseAddress(email: string): { parsed?: ParsedAddress; formatError?: string } {
   if (email === '') return { formatError: 'Email address is empty' };
   const at = email.lastIndexOf('@');

@@ -1,5 +1,6 @@
 import { Client, Connection, WorkflowIdConflictPolicy, WithStartWorkflowOperation } from '@temporalio/client';
 import { type Config, loadConfig } from '../config';
+import { AppError } from '../errors';
 import type { DomainCheckOutcome } from './activities/domains';
 import { workflowIds } from './ids';
 import { checkDomainNowUpdate } from './messages';
@@ -62,7 +63,7 @@ export class TemporalGateway {
       'domainVerification',
       this.domainVerificationStart(projectId, domainId),
     );
-    return this.client.workflow.executeUpdateWithStart(checkDomainNowUpdate, { startWorkflowOperation: startOp });
+    return withinSeconds(10, this.client.workflow.executeUpdateWithStart(checkDomainNowUpdate, { startWorkflowOperation: startOp }));
   }
 
   async stopDomainVerification(domainId: string): Promise<void> {
@@ -96,5 +97,26 @@ export class TemporalGateway {
 
   async close(): Promise<void> {
     await this.client.connection.close();
+  }
+}
+
+/** A caller waiting on a worker gets a clear 503 instead of hanging when no worker answers. */
+async function withinSeconds<T>(seconds: number, work: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(
+          new AppError(503, 'WORKER_UNAVAILABLE', `No worker answered within ${seconds} seconds`, {
+            suggestion: 'Check that the Tidings worker is running and connected to Temporal, then retry.',
+          }),
+        ),
+      seconds * 1000,
+    );
+  });
+  try {
+    return await Promise.race([work, timeout]);
+  } finally {
+    clearTimeout(timer);
   }
 }

@@ -182,3 +182,15 @@ test('GET /docs returns an HTML page listing every documented path', async () =>
   // Self-contained: nothing loaded from elsewhere.
   expect(page.text).not.toMatch(/<script[^>]+src=|<link[^>]+href=/i);
 });
+
+test('every $ref in the document resolves to a component schema', async () => {
+  const doc = (await env.http().get('/openapi.json').expect(200)).body as { components: { schemas: Record<string, unknown> } };
+  const refs = [...JSON.stringify(doc).matchAll(/"\$ref":"([^"]+)"/g)].map((m) => m[1]!);
+  expect(refs.length).toBeGreaterThan(0);
+  for (const ref of new Set(refs)) {
+    expect(ref).toMatch(/^#\/components\/schemas\//);
+    const schema = doc.components.schemas[ref.slice('#/components/schemas/'.length)] as { $ref?: string } | undefined;
+    expect(schema).toBeDefined();
+    expect(schema!.$ref).toBeUndefined();
+  }
+});

@@ -238,7 +238,7 @@ describe('templateVariables', () => {
   test('core fields win over data keys of the same name', () => {
     const v = templateVariables({ ...contact, data: { email: 'spoof@x.io', id: 'x', subscribed: false, data: 'd', unsubscribeUrl: 'evil' } }, urls);
     expect(v).toMatchObject({ email: 'ann@x.io', id: 'c_1', subscribed: true, unsubscribeUrl: urls.unsubscribeUrl });
-    expect(v.data).toEqual({ subscribed: false, data: 'd' });
+    expect(v.data).toEqual({ data: 'd' });
   });
 
   test('per-send data is merged over data keys, at the top level and under data', () => {

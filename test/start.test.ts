@@ -299,3 +299,42 @@ test('a second start on the same DATA_DIR finds the project and the contact agai
   expect(await stopService(second)).toEqual({ code: 0, signal: null });
   expect(await processesUsing(dataDir)).toEqual([]);
 });
+
+test('a SIGTERM to the whole process group during start-up (Ctrl-C, `timeout`) stops what was started', async () => {
+  const ports = await freePorts();
+  const third = startService(dataDir, ports);
+  services.push(third);
+  // PostgreSQL is up and the Temporal dev server on its way: the worst moment to be interrupted.
+  const deadline = Date.now() + HEALTH_TIMEOUT_MS;
+  while (!third.stderr().includes('Starting Temporal dev server') && !third.hasExited() && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  expect(third.stderr()).toContain('Starting Temporal dev server');
+  // Everyone in the group gets it at once: tsx (which relays it again), the service and postgres.
+  process.kill(-third.child.pid!, 'SIGTERM');
+
+  expect(await stopService(third)).toEqual({ code: 0, signal: null });
+  expect(third.stderr()).toContain('SIGTERM received, shutting down');
+  expect(third.stderr()).not.toContain('API listening');
+  expect(await processesUsing(dataDir)).toEqual([]);
+  for (const port of [ports.postgres, ports.temporal, ports.ui]) expect(await accepts(port)).toBe(false);
+});
+
+// As root the embedded PostgreSQL runs as `postgres`, which cannot enter a 0700 directory of root's.
+(process.getuid?.() === 0 ? test : test.skip)('a DATA_DIR the postgres user cannot enter is refused with a message, not a stack trace', async () => {
+  const privateDir = mkdtempSync(path.join(os.tmpdir(), 'tidings-private-'));
+  try {
+    const result = await cli(['project', 'create', 'demo'], {
+      DATA_DIR: privateDir,
+      EMBEDDED_POSTGRES_PORT: String(await freePort()),
+      LOG_LEVEL: 'silent',
+    });
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toContain(`cannot enter ${privateDir}`);
+    expect(result.stderr).toContain('Point DATA_DIR somewhere it can reach, or set DATABASE_URL');
+    expect(result.stderr).not.toMatch(/\n\s+at /);
+  } finally {
+    rmSync(privateDir, { recursive: true, force: true });
+  }
+});

@@ -22,17 +22,14 @@ export function registerPublicRoutes(api: RouteRegistry, deps: AppDeps): void {
     bodyLimit: '55mb',
     response: sendResponse,
     handler: async ({ scope, project, body, req, res }) => {
-      const result = await idempotent(scope.em, project.id, 'send', idempotencyKey(req), body, async () => {
-        const emails = await scope.em.transactional(async (tx) => {
-          const queued = await queueSend(
-            tx,
-            { projectId: project.id, publicUrl: deps.config.publicUrl, linkSecret: deps.linkSecret, maxMessageBytes: MESSAGE_MAX_BYTES },
-            body,
-          );
-          // Started before the commit: if Temporal refuses, the rows roll back and the client can retry.
-          await deps.temporal.sendEmails(project.id, queued.map((q) => q.email));
-          return queued;
-        });
+      const result = await idempotent(scope.em, project.id, 'send', idempotencyKey(req), body, async (tx) => {
+        const emails = await queueSend(
+          tx,
+          { projectId: project.id, publicUrl: deps.config.publicUrl, linkSecret: deps.linkSecret, maxMessageBytes: MESSAGE_MAX_BYTES },
+          body,
+        );
+        // Started before the commit: if Temporal refuses, the rows roll back and the client can retry.
+        await deps.temporal.sendEmails(project.id, emails.map((e) => e.email));
         return { status: 200, body: { success: true, data: { emails, timestamp: new Date().toISOString() } } };
       });
       return replay(res, result);
@@ -46,8 +43,8 @@ export function registerPublicRoutes(api: RouteRegistry, deps: AppDeps): void {
     req,
     res,
   }: Pick<RouteContext<'secret', z.output<typeof trackBody>, undefined, undefined>, 'scope' | 'project' | 'body' | 'req' | 'res'>) => {
-    const result = await idempotent(scope.em, project.id, 'track', idempotencyKey(req), body, async () => {
-      const tracked = await scope.em.transactional((tx) => trackEvent(tx, project.id, body));
+    const result = await idempotent(scope.em, project.id, 'track', idempotencyKey(req), body, async (tx) => {
+      const tracked = await trackEvent(tx, project.id, body);
       // Seam for the Workflows issue: start the workflows this event triggers and signal the
       // contact's executions waiting for it, with `tracked.context` as their data.
       return { status: 200, body: { success: true, data: { contact: tracked.contact, event: tracked.event, timestamp: tracked.timestamp } } };

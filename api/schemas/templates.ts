@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { NAME_MAX } from '../../db/templates';
 import { checkTemplate, TemplateSyntaxError } from '../../mail/render';
 import { cursorQuery } from './common';
 
@@ -20,7 +21,7 @@ export const subjectSchema = z
   .refine((s) => !/[\r\n]/.test(s), 'The subject may not contain line breaks');
 
 const fields = {
-  name: z.string().trim().min(1).max(255),
+  name: z.string().trim().min(1).max(NAME_MAX),
   description: z.string().max(2000).nullable().optional(),
   subject: templateSource(subjectSchema),
   body: templateSource(z.string().min(1).max(1_000_000)),

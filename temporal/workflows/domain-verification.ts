@@ -1,4 +1,4 @@
-import { continueAsNew, isCancellation, proxyActivities, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
+import { allHandlersFinished, condition, continueAsNew, isCancellation, proxyActivities, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { checkDomainNowUpdate } from '../messages';
 
@@ -30,12 +30,17 @@ export async function domainVerification(input: DomainVerificationInput): Promis
   try {
     for (;;) {
       const { domain } = await checkDomain(input.domainId);
-      if (!domain || deleted) return;
+      if (!domain || deleted) break;
       const interval = domain.status === 'verified' ? input.verifiedIntervalSeconds : input.pendingIntervalSeconds;
       await sleep(interval * 1000);
-      if (deleted) return;
-      if (workflowInfo().continueAsNewSuggested) await continueAsNew<typeof domainVerification>(input);
+      if (deleted) break;
+      if (workflowInfo().continueAsNewSuggested) {
+        // A forced check in flight must answer its caller before this run hands over.
+        await condition(allHandlersFinished);
+        await continueAsNew<typeof domainVerification>(input);
+      }
     }
+    await condition(allHandlersFinished);
   } catch (err) {
     if (isCancellation(err)) return;
     throw err;

@@ -1,0 +1,272 @@
+/**
+ * Transactional send benchmark: N emails through POST /v1/send with concurrent keep-alive clients,
+ * from the API to the SMTP relay, DKIM-signed.
+ *
+ *   npx tsx bench/send.ts [--n 2000] [--concurrency 16] [--recipients-per-request 1]
+ *
+ * It sets everything up on loopback itself and tears it down again:
+ *  - a fresh database on the PostgreSQL server at BENCH_POSTGRES_ADMIN_URL (default
+ *    postgres://postgres@127.0.0.1:5432/postgres), migrated, dropped at the end;
+ *  - an in-memory, headless Temporal dev server on a free port (cli/temporal-server.ts);
+ *  - the test DNS server and SMTP sink (test/helpers), the relay every email goes to;
+ *  - in this process, wired as cli/start.ts wires them: the API (createApp) on a free port with
+ *    RATE_LIMIT_PER_MINUTE raised, and a Temporal worker with the orm, resolver and mailer;
+ *  - a project with a domain whose DKIM/SPF/DMARC records are published in the DNS server and
+ *    verified with GET /domains/:id/verify, so every email is signed.
+ *
+ * "Accepted" is the rate the API answers 200 (the rows are queued and a workflow started);
+ * "delivered" is the rate mail reaches the sink, which includes the workflow and activity
+ * round trips through the Temporal server. The load generator, API, worker and sink share one
+ * Node process, and all of it shares the machine with PostgreSQL and Temporal.
+ */
+import { parseArgs } from 'node:util';
+import { performance } from 'node:perf_hooks';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
+import pino from 'pino';
+import { createApp } from '../api/app';
+import { findTemporalCli, freePort, startTemporalDevServer } from '../cli/temporal-server';
+import { loadConfig } from '../config';
+import { createOrm, migrate } from '../db/orm';
+import { createProject } from '../db/projects';
+import { linkSigningSecret } from '../db/secrets';
+import { createDnsLookup } from '../mail/dns';
+import { mailerFromConfig } from '../mail/mailer';
+import { TemporalGateway } from '../temporal/client';
+import { startWorker } from '../temporal/worker';
+import { startDnsServer } from '../test/helpers/dns';
+import { startSmtpSink, type SmtpMessage } from '../test/helpers/smtp';
+import { closedLoop, createBenchDatabase, environmentLine, jsonClient, log, percentile, positiveInt } from './support';
+
+const BENCH_RATE_LIMIT = 1_000_000_000;
+const LOG_LEVEL = 'warn';
+const DOMAIN = 'bench-send.test';
+const SUBJECT = 'Your order {{order}} has shipped';
+const BODY = '<p>Hi {{name ?? "there"}},</p><p>order {{order}} is on its way.</p>';
+
+function options() {
+  const { values } = parseArgs({
+    options: {
+      n: { type: 'string', default: '2000' },
+      concurrency: { type: 'string', default: '16' },
+      'recipients-per-request': { type: 'string', default: '1' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) {
+    process.stdout.write('Usage: npx tsx bench/send.ts [--n 2000] [--concurrency 16] [--recipients-per-request 1]\n');
+    process.exit(0);
+  }
+  return {
+    n: positiveInt('n', values.n),
+    concurrency: positiveInt('concurrency', values.concurrency),
+    perRequest: positiveInt('recipients-per-request', values['recipients-per-request']),
+  };
+}
+
+/** Request i carries emails i*per … (i+1)*per-1 (the last one fewer); each recipient is a new contact. */
+function sendBody(i: number, n: number, perRequest: number) {
+  const to = [];
+  for (let k = i * perRequest; k < Math.min(n, (i + 1) * perRequest); k++) to.push({ name: `User ${k}`, email: `user${k}@bench.example.org` });
+  return {
+    to: to.length === 1 ? to[0] : to,
+    from: { name: 'Bench', email: `orders@${DOMAIN}` },
+    subject: SUBJECT,
+    body: BODY,
+    // One-shot: used for this render, not stored on the contacts.
+    data: { order: { value: `#${100_000 + i}`, persistent: false } },
+  };
+}
+
+/** The Message-ID and DKIM d= of a raw message (headers only; both are short, unfolded lines here). */
+function headersOf(raw: Buffer) {
+  const head = raw.subarray(0, Math.max(0, raw.indexOf('\r\n\r\n'))).toString('latin1');
+  return {
+    messageId: /^message-id:\s*(<[^>\r\n]+>)/im.exec(head)?.[1],
+    dkimDomain: /^dkim-signature:[^]*?\bd=([^;\s]+)/im.exec(head)?.[1],
+  };
+}
+
+async function main(): Promise<void> {
+  const opts = options();
+  const requests = Math.ceil(opts.n / opts.perRequest);
+  const cleanups: (() => Promise<unknown>)[] = [];
+  // Ctrl-C stops the load and the waiting, then everything is torn down as on success.
+  let interrupted = false;
+  const onSigint = () => {
+    log('SIGINT: stopping, then cleaning up');
+    interrupted = true;
+  };
+  process.on('SIGINT', onSigint);
+
+  try {
+    const db = await createBenchDatabase(process.env.BENCH_POSTGRES_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
+    cleanups.push(async () => (await db.drop(), log(`dropped database ${db.name}`)));
+
+    const cliPath = await findTemporalCli({ cliPath: process.env.TEMPORAL_CLI_PATH, allowBuild: true, log });
+    const temporal = await startTemporalDevServer({ cliPath, port: 0, uiPort: false, readinessTimeoutMs: 120_000, log });
+    cleanups.push(() => temporal.stop());
+    const dnsServer = await startDnsServer();
+    cleanups.push(() => dnsServer.close());
+    const sink = await startSmtpSink();
+    cleanups.push(() => sink.close());
+
+    const port = await freePort();
+    const config = loadConfig({
+      NODE_ENV: 'production',
+      PORT: String(port),
+      PUBLIC_URL: `http://127.0.0.1:${port}`,
+      DATABASE_URL: db.url,
+      TEMPORAL_ADDRESS: temporal.address,
+      SMTP_URL: sink.url,
+      DNS_SERVERS: dnsServer.address,
+      RATE_LIMIT_PER_MINUTE: String(BENCH_RATE_LIMIT),
+      LOG_LEVEL,
+    });
+    const settings = { address: temporal.address, namespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue };
+
+    // From here on, the same deps as cli/start.ts running API and worker in one process.
+    Runtime.install({ logger: new DefaultLogger('WARN') });
+    const orm = await createOrm(db.url);
+    cleanups.push(() => orm.close());
+    await migrate(orm);
+    const dns = createDnsLookup({ servers: config.dnsServers });
+    const mailer = mailerFromConfig(config, log);
+    cleanups.push(async () => mailer.close());
+    const worker = await startWorker(settings, { orm, dns, mailer });
+    cleanups.push(() => worker.shutdown());
+    const gateway = await TemporalGateway.connect(settings, config);
+    cleanups.push(() => gateway.close());
+    const linkSecret = await linkSigningSecret(orm.em.fork(), config.jwtSecret);
+    const { app } = createApp({ config, orm, temporal: gateway, logger: pino({ level: config.logLevel }), dns, linkSecret });
+    const server = await new Promise<import('node:http').Server>((resolve, reject) => {
+      const s = app.listen(port, '127.0.0.1', (err?: Error) => (err ? reject(err) : resolve(s)));
+    });
+    cleanups.push(() => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))));
+    log(`API on 127.0.0.1:${port}, worker on task queue "${settings.taskQueue}", sink at ${sink.url}`);
+
+    const project = await createProject(orm.em.fork(), 'bench');
+    const client = jsonClient(port, project.secretKey, opts.concurrency);
+    cleanups.push(async () => client.close());
+
+    // A verified domain: publish what POST /domains asks for, then force the check.
+    const added = await client.request('POST', '/domains', { domain: DOMAIN });
+    if (added.status !== 201) throw new Error(`POST /domains: ${added.status} ${added.text}`);
+    const domain = added.body as { id: string; records: { type: 'TXT'; name: string; value: string }[] };
+    for (const r of domain.records) dnsServer.set(r.name, r.type, [r.value]);
+    const verified = await client.request('GET', `/domains/${domain.id}/verify`);
+    if ((verified.body as { status?: string }).status !== 'verified') throw new Error(`domain not verified: ${verified.text}`);
+    log(`domain ${DOMAIN} verified; sending ${opts.n} emails in ${requests} requests with ${opts.concurrency} clients`);
+
+    // The load. Latencies are per request; every email id the API returns is expected at the sink.
+    const latencies = new Float64Array(requests);
+    const expected = new Set<string>();
+    const statuses = new Map<string, number>();
+    const firstErrors: string[] = [];
+    let done = 0;
+    let lastOk = 0;
+    const wallStart = Date.now();
+    const start = performance.now();
+    // Both rates over time, to see whether delivery keeps pace while the API is busy and after.
+    let accepted = 0;
+    let last = { accepted: 0, delivered: 0 };
+    const progress = setInterval(() => {
+      const now = { accepted, delivered: sink.messages.length };
+      log(`${((performance.now() - start) / 1000).toFixed(0)} s: accepted ${now.accepted} (+${((now.accepted - last.accepted) / 5).toFixed(0)}/s), delivered ${now.delivered} (+${((now.delivered - last.delivered) / 5).toFixed(0)}/s)`);
+      last = now;
+    }, 5_000);
+    cleanups.push(async () => clearInterval(progress));
+    await closedLoop(requests, opts.concurrency, async (i) => {
+      if (interrupted) return;
+      const t0 = performance.now();
+      let status: string;
+      try {
+        const res = await client.request('POST', '/v1/send', sendBody(i, opts.n, opts.perRequest));
+        status = String(res.status);
+        if (res.status === 200) {
+          lastOk = performance.now();
+          for (const e of (res.body as { data: { emails: { email: string }[] } }).data.emails) expected.add(e.email);
+          accepted = expected.size;
+        } else if (firstErrors.length < 5) firstErrors.push(`${res.status} ${res.text.slice(0, 300)}`);
+      } catch (err) {
+        status = `network: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`;
+        if (firstErrors.length < 5) firstErrors.push((err as Error).message);
+      }
+      latencies[done++] = performance.now() - t0;
+      statuses.set(status, (statuses.get(status) ?? 0) + 1);
+    });
+    const acceptedS = (lastOk - start) / 1000;
+    log(`${expected.size} emails accepted in ${acceptedS.toFixed(1)} s; waiting for the sink`);
+
+    // Delivery: until the sink holds as many messages as were accepted (or nothing arrives for a minute).
+    let lastCount = -1;
+    let lastProgress = Date.now();
+    while (!interrupted && sink.messages.length < expected.size && Date.now() - lastProgress < 60_000) {
+      if (sink.messages.length !== lastCount) [lastCount, lastProgress] = [sink.messages.length, Date.now()];
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const arrived: SmtpMessage | undefined = sink.messages[expected.size - 1];
+    const deliveredS = arrived ? (arrived.receivedAt.getTime() - wallStart) / 1000 : NaN;
+    clearInterval(progress);
+
+    // Rows are marked SENT by a second activity just after the relay accepts; give them a moment.
+    const rowCounts = async () => {
+      const rows = await orm.em.fork().getConnection().execute<{ status: string; n: string }[]>(
+        'select status, count(*) as n from emails group by status',
+      );
+      return new Map(rows.map((r) => [r.status, Number(r.n)]));
+    };
+    let rows = await rowCounts();
+    for (const deadline = Date.now() + 30_000; !interrupted && (rows.get('SENT') ?? 0) < expected.size && Date.now() < deadline; ) {
+      await new Promise((r) => setTimeout(r, 200));
+      rows = await rowCounts();
+    }
+
+    // Every accepted email at the sink exactly once (by Message-ID), signed for the domain; nothing else.
+    const seen = new Map<string, number>();
+    let unsigned = 0;
+    for (const m of sink.messages) {
+      const h = headersOf(m.raw);
+      const id = h.messageId?.slice(1, h.messageId.indexOf('@'));
+      if (id) seen.set(id, (seen.get(id) ?? 0) + 1);
+      if (h.dkimDomain !== DOMAIN) unsigned++;
+    }
+    const once = [...expected].filter((id) => seen.get(id) === 1).length;
+    const duplicated = [...seen.values()].filter((c) => c > 1).length;
+    const unexpected = [...seen.keys()].filter((id) => !expected.has(id)).length;
+    const sent = rows.get('SENT') ?? 0;
+    const totalRows = [...rows.values()].reduce((a, b) => a + b, 0);
+    const errors = requests - (statuses.get('200') ?? 0);
+    const checkOk =
+      !interrupted && errors === 0 && expected.size === opts.n && once === opts.n && duplicated === 0 && unexpected === 0 &&
+      unsigned === 0 && sink.messages.length === opts.n && sent === opts.n && totalRows === opts.n;
+
+    const sorted = Float64Array.from(latencies.subarray(0, done)).sort();
+    const ms = (v: number) => `${v.toFixed(1)} ms`;
+    const rate = (count: number, s: number) => (count / s).toFixed(0);
+    const lines = [
+      '',
+      `Tidings send bench: POST /v1/send, N=${opts.n} emails in ${requests} requests (${opts.perRequest} recipient(s) each), concurrency ${opts.concurrency} keep-alive clients`,
+      `  environment   ${environmentLine(db.serverVersion)}`,
+      `  setup         one Node process runs the load generator, the API (createApp, LOG_LEVEL=${LOG_LEVEL}), the Temporal worker (default options), the DNS server and the SMTP sink;`,
+      `                PostgreSQL and the Temporal dev server (in-memory, headless) are separate processes on the same machine`,
+      `  rate limit    RATE_LIMIT_PER_MINUTE raised to ${BENCH_RATE_LIMIT} (default 1000): the limiter still counts every request but never throttles`,
+      `  message       DKIM-signed (RSA-2048) HTML rendered per recipient from subject "${SUBJECT}" and body "${BODY}"`,
+      `  accepted      ${expected.size} emails in ${acceptedS.toFixed(2)} s: ${rate(expected.size, acceptedS)} emails/s, ${rate(statuses.get('200') ?? 0, acceptedS)} requests/s at the API (until the last 200)`,
+      `  latency       p50 ${ms(percentile(sorted, 50))}   p95 ${ms(percentile(sorted, 95))}   p99 ${ms(percentile(sorted, 99))}   max ${ms(sorted[sorted.length - 1] ?? NaN)}`,
+      `  delivered     ${arrived ? `${expected.size} emails in ${deliveredS.toFixed(2)} s: ${rate(expected.size, deliveredS)} emails/s at the sink (first request to last message)` : `only ${sink.messages.length} of ${expected.size} arrived`}`,
+      `  errors        ${errors}${statuses.size > 1 ? ` (${[...statuses].map(([k, v]) => `${k}: ${v}`).join(', ')})` : ''}${firstErrors.map((e) => `\n                ${e}`).join('')}`,
+      `  check         ${checkOk ? 'OK' : 'FAILED'}: ${once}/${opts.n} emails at the sink exactly once by Message-ID (${duplicated} duplicated, ${unexpected} unexpected, ${unsigned} not signed for ${DOMAIN}); ${sent}/${opts.n} emails rows SENT (${[...rows].map(([k, v]) => `${k} ${v}`).join(', ')})`,
+      '',
+    ];
+    process.stdout.write(lines.join('\n'));
+    if (!checkOk) process.exitCode = 1;
+  } finally {
+    for (const fn of cleanups.reverse()) await fn().catch((err: unknown) => log(`cleanup: ${(err as Error).message}`));
+    process.off('SIGINT', onSigint);
+  }
+}
+
+main().catch((err: unknown) => {
+  log(err instanceof Error ? (err.stack ?? err.message) : String(err));
+  process.exitCode = 1;
+});

@@ -1,0 +1,124 @@
+/**
+ * What the bench scripts have in common: a throwaway database, a keep-alive JSON client, a
+ * closed-loop load runner, percentiles and the environment line. bench/contacts.ts predates this
+ * file and still carries its own copies of these.
+ */
+import http from 'node:http';
+import os from 'node:os';
+import { Client } from 'pg';
+
+export const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
+
+export function positiveInt(name: string, value: string | undefined): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer, got ${value}`);
+  return n;
+}
+
+export interface BenchDatabase {
+  name: string;
+  url: string;
+  serverVersion: string;
+  /** Drops this database only, never the one the admin URL names. */
+  drop(): Promise<void>;
+}
+
+/** A fresh, empty database `tidings_bench_<time>` on the server of `adminUrl` (not migrated). */
+export async function createBenchDatabase(adminUrl: string): Promise<BenchDatabase> {
+  const name = `tidings_bench_${Date.now()}_${process.pid}`;
+  const admin = new Client({ connectionString: adminUrl });
+  await admin.connect();
+  let serverVersion: string;
+  try {
+    serverVersion = (await admin.query<{ server_version: string }>('show server_version')).rows[0]!.server_version;
+    await admin.query(`create database ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    name,
+    url: url.toString(),
+    serverVersion,
+    async drop() {
+      const c = new Client({ connectionString: adminUrl });
+      await c.connect();
+      try {
+        await c.query(`drop database if exists ${name} with (force)`);
+      } finally {
+        await c.end();
+      }
+    },
+  };
+}
+
+export interface JsonResponse {
+  status: number;
+  body: unknown;
+  text: string;
+}
+
+/**
+ * Requests over at most `maxSockets` kept-alive connections, the way a real client library talks
+ * to the API (node's fetch pools too, but its pool is not sized by us).
+ */
+export function jsonClient(port: number, bearerKey: string, maxSockets: number) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets });
+  const request = (method: string, path: string, payload?: unknown) =>
+    new Promise<JsonResponse>((resolve, reject) => {
+      const data = payload === undefined ? undefined : JSON.stringify(payload);
+      const req = http.request(
+        {
+          host: '127.0.0.1',
+          port,
+          method,
+          path,
+          agent,
+          headers: {
+            authorization: `Bearer ${bearerKey}`,
+            ...(data === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) }),
+          },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('error', reject);
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString('utf8');
+            let body: unknown;
+            try {
+              body = JSON.parse(text);
+            } catch {
+              body = undefined;
+            }
+            resolve({ status: res.statusCode ?? 0, body, text });
+          });
+        },
+      );
+      req.setTimeout(30_000, () => req.destroy(new Error('timed out after 30 s')));
+      req.on('error', reject);
+      req.end(data);
+    });
+  return { request, close: () => agent.destroy() };
+}
+
+/** Runs task(0) … task(n-1) with `concurrency` workers, each starting its next task when the last one ends. */
+export async function closedLoop(n: number, concurrency: number, task: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < n; i = next++) await task(i);
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, n) }, worker));
+}
+
+/** Nearest-rank percentile of an ascending array. */
+export function percentile(sorted: Float64Array, p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+}
+
+export function environmentLine(pgVersion: string): string {
+  const cpu = os.cpus();
+  return `${cpu.length} cores (${cpu[0]?.model.trim() ?? 'unknown CPU'}), ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, node ${process.version}, ${os.platform()} ${os.arch()}, PostgreSQL ${pgVersion}`;
+}
