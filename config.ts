@@ -35,6 +35,8 @@ const envSchema = z.object({
   DOMAIN_CHECK_INTERVAL_SECONDS: z.coerce.number().int().min(1).default(300),
   DOMAIN_RECHECK_VERIFIED_SECONDS: z.coerce.number().int().min(1).default(3600),
   SEND_RETRY_MAX_INTERVAL_SECONDS: z.coerce.number().int().min(1).default(300),
+  JOURNEY_TIME_SCALE: z.coerce.number().positive().max(1).default(1),
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: boolFlag,
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(1000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   DISABLE_SIGNUPS: boolFlag,
@@ -67,6 +69,13 @@ export type Config = {
   /** Re-check periods of the domain verification workflow (pending / verified). */
   domainCheck: { pendingIntervalSeconds: number; verifiedIntervalSeconds: number };
   jwtSecret: string | undefined;
+  /**
+   * Multiplies every journey duration (DELAY, WAIT_FOR_EVENT timeouts): 1 in production; tests
+   * shrink minutes to fractions of a second. Taken into each execution at its start.
+   */
+  journeyTimeScale: number;
+  /** WEBHOOK steps may call private, loopback and link-local addresses (tests only). */
+  webhookAllowPrivateTargets: boolean;
   rateLimitPerMinute: number;
   logLevel: string;
   disableSignups: boolean;
@@ -105,6 +114,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       verifiedIntervalSeconds: e.DOMAIN_RECHECK_VERIFIED_SECONDS,
     },
     jwtSecret: e.JWT_SECRET,
+    journeyTimeScale: e.JOURNEY_TIME_SCALE,
+    webhookAllowPrivateTargets: e.WEBHOOK_ALLOW_PRIVATE_TARGETS,
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
     logLevel: e.LOG_LEVEL,
     disableSignups: e.DISABLE_SIGNUPS,

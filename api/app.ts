@@ -8,12 +8,14 @@ import { rateLimit } from './middleware/rate-limit';
 import { registerContactRoutes } from './routes/contacts';
 import { registerDomainRoutes } from './routes/domains';
 import { registerEventRoutes } from './routes/events';
+import { registerExecutionRoutes } from './routes/executions';
 import { registerFieldRoutes } from './routes/fields';
 import { registerMetaRoutes } from './routes/meta';
 import { registerPublicRoutes } from './routes/public';
 import { registerSubscriptionRoutes } from './routes/subscriptions';
 import { registerTemplateRoutes } from './routes/templates';
 import { registerVerifyRoutes } from './routes/verify';
+import { registerWorkflowRoutes } from './routes/workflows';
 import { RouteRegistry } from './routing';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -54,6 +56,9 @@ export function createApp(deps: AppDeps): App {
   registerEventRoutes(registry, deps);
   registerDomainRoutes(registry, deps);
   registerTemplateRoutes(registry, deps);
+  // `/workflows/fields` is registered inside, before `/workflows/:id`.
+  registerWorkflowRoutes(registry, deps);
+  registerExecutionRoutes(registry, deps);
   registerSubscriptionRoutes(registry, deps);
   registerMetaRoutes(registry, deps, VERSION);
 

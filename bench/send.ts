@@ -19,6 +19,7 @@
  * round trips through the Temporal server. The load generator, API, worker and sink share one
  * Node process, and all of it shares the machine with PostgreSQL and Temporal.
  */
+import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
@@ -129,10 +130,11 @@ async function main(): Promise<void> {
     const orm = await createOrm(db.url);
     cleanups.push(() => orm.close());
     await migrate(orm);
+    log(`database ${db.name} created and migrated`);
     const dns = createDnsLookup({ servers: config.dnsServers });
     const mailer = mailerFromConfig(config, log);
     cleanups.push(async () => mailer.close());
-    const worker = await startWorker(settings, { orm, dns, mailer });
+    const worker = await startWorker(settings, { orm, dns, mailer, config });
     cleanups.push(() => worker.shutdown());
     const gateway = await TemporalGateway.connect(settings, config);
     cleanups.push(() => gateway.close());
@@ -164,6 +166,7 @@ async function main(): Promise<void> {
     const firstErrors: string[] = [];
     let done = 0;
     let lastOk = 0;
+    const loadBefore = os.loadavg()[0]!;
     const wallStart = Date.now();
     const start = performance.now();
     // Both rates over time, to see whether delivery keeps pace while the API is busy and after.
@@ -247,6 +250,7 @@ async function main(): Promise<void> {
       '',
       `Tidings send bench: POST /v1/send, N=${opts.n} emails in ${requests} requests (${opts.perRequest} recipient(s) each), concurrency ${opts.concurrency} keep-alive clients`,
       `  environment   ${environmentLine(db.serverVersion)}`,
+      `  load average  ${loadBefore.toFixed(1)} before, ${os.loadavg()[0]!.toFixed(1)} after (1-minute; other work on the machine skews the figures)`,
       `  setup         one Node process runs the load generator, the API (createApp, LOG_LEVEL=${LOG_LEVEL}), the Temporal worker (default options), the DNS server and the SMTP sink;`,
       `                PostgreSQL and the Temporal dev server (in-memory, headless) are separate processes on the same machine`,
       `  rate limit    RATE_LIMIT_PER_MINUTE raised to ${BENCH_RATE_LIMIT} (default 1000): the limiter still counts every request but never throttles`,

@@ -74,7 +74,7 @@ export async function startService(config: Config, opts: StartOptions, log: Log)
     if (opts.worker) {
       const mailer = mailerFromConfig(config, log);
       stops.push(async () => mailer.close());
-      const worker = await startWorker(settings, { orm, dns, mailer });
+      const worker = await startWorker(settings, { orm, dns, mailer, config });
       stops.push(() => worker.shutdown());
       checkpoint();
       log(`Worker polling task queue "${settings.taskQueue}" on ${settings.address}`);

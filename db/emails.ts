@@ -81,6 +81,31 @@ export async function insertEmails(em: EntityManager, emails: NewEmail[]): Promi
   return ids;
 }
 
+/**
+ * Writes one QUEUED email at most once per `sourceKey` (e.g. a workflow execution's step): a
+ * retried activity gets the email it already wrote.
+ */
+export async function insertEmailOnce(em: EntityManager, email: NewEmail, sourceKey: string): Promise<string> {
+  const created = await queryOne<{ id: string }>(
+    em,
+    `insert into emails (id, project_id, contact_id, domain_id, template_id, source, marketing, to_email, to_name,
+       from_email, from_name, reply_to, subject, body, headers, attachment_set_id, source_key)
+     values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?)
+     on conflict (project_id, source_key) where source_key is not null do nothing returning id`,
+    [
+      randomUUID(), email.projectId, email.contactId, email.domainId, email.templateId, email.source, email.marketing,
+      email.toEmail, email.toName, email.fromEmail, email.fromName, email.replyTo, email.subject, email.body,
+      JSON.stringify(email.headers), email.attachmentSetId, sourceKey,
+    ],
+  );
+  if (created) return created.id;
+  const existing = await queryOne<{ id: string }>(em, 'select id from emails where project_id = ? and source_key = ?', [
+    email.projectId,
+    sourceKey,
+  ]);
+  return existing!.id;
+}
+
 export interface EmailForDelivery {
   email: StoredEmail;
   status: EmailStatus;

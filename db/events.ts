@@ -3,6 +3,7 @@ import type { JsonValue } from './entities/contact';
 import { newId } from './ids';
 import { type CursorPage, keysetPage } from './paging';
 import { query, queryOne } from './sql';
+import { type EventWorkflowUsage, workflowsUsingEvent } from './workflows';
 
 /** Names the service emits itself; clients may not track them (contract-decisions "Events"). */
 export const RESERVED_EVENT_PREFIXES = ['email.', 'contact.', 'segment.'] as const;
@@ -99,4 +100,64 @@ export async function eventNames(
     [projectId],
   );
   return rows.map((r) => ({ name: r.name, count: Number(r.n), lastSeenAt: new Date(r.last).toISOString() }));
+}
+
+export interface EventStats {
+  total: number;
+  last24h: number;
+  last7d: number;
+  byName: { name: string; count: number; last24h: number; last7d: number; lastSeenAt: string }[];
+}
+
+/** Counts in all, over the last 24 hours and 7 days, and per name (most frequent first); one scan. */
+export async function eventStats(em: EntityManager, projectId: string): Promise<EventStats> {
+  const rows = await query<{ name: string; n: string; d1: string; d7: string; last: Date }>(
+    em,
+    `select name, count(*) as n,
+       count(*) filter (where created_at > now() - interval '24 hours') as d1,
+       count(*) filter (where created_at > now() - interval '7 days') as d7,
+       max(created_at) as last
+     from events where project_id = ? group by name order by count(*) desc, name`,
+    [projectId],
+  );
+  const byName = rows.map((r) => ({
+    name: r.name,
+    count: Number(r.n),
+    last24h: Number(r.d1),
+    last7d: Number(r.d7),
+    lastSeenAt: new Date(r.last).toISOString(),
+  }));
+  const sum = (pick: (r: (typeof byName)[number]) => number) => byName.reduce((acc, r) => acc + pick(r), 0);
+  return { total: sum((r) => r.count), last24h: sum((r) => r.last24h), last7d: sum((r) => r.last7d), byName };
+}
+
+export interface EventUsage extends EventWorkflowUsage {
+  eventName: string;
+  /** Segment filters on `event.<name>`; segments are not built yet, so always empty for now. */
+  segments: { id: string; name: string }[];
+}
+
+/** Where a name is referenced. It need not have been tracked: a workflow may wait for it first. */
+export async function eventUsage(em: EntityManager, projectId: string, name: string): Promise<EventUsage> {
+  return { eventName: name, ...(await workflowsUsingEvent(em, projectId, name)), segments: [] };
+}
+
+const DELETE_BATCH = 5000;
+
+/**
+ * Deletes every event with the name, reserved (email.*, contact.*, segment.*) ones included:
+ * it removes history only, nothing the service needs to run. Batches of 5,000 rows, each its
+ * own statement, so a large name never holds locks on all its rows at once.
+ */
+export async function deleteEventsByName(em: EntityManager, projectId: string, name: string): Promise<number> {
+  let deleted = 0;
+  for (;;) {
+    const rows = await query(
+      em,
+      'delete from events where id in (select id from events where project_id = ? and name = ? limit ?) returning id',
+      [projectId, name, DELETE_BATCH],
+    );
+    deleted += rows.length;
+    if (rows.length < DELETE_BATCH) return deleted;
+  }
 }

@@ -82,3 +82,9 @@ export async function idempotent(
     throw err;
   }
 }
+
+/** Releases a key whose request must be allowed to run again. */
+export async function forgetIdempotencyKey(em: EntityManager, projectId: string, scope: string, key: string | undefined): Promise<void> {
+  if (key === undefined) return;
+  await query(em, 'delete from idempotency_keys where project_id = ? and scope = ? and key = ?', [projectId, scope, key]);
+}

@@ -3,6 +3,7 @@ import { Migrator } from '@mikro-orm/migrations';
 import { entities } from './entities';
 import { Migration20261125000000_initial } from './migrations/Migration20261125000000_initial';
 import { Migration20261125010000_sending } from './migrations/Migration20261125010000_sending';
+import { Migration20261125020000_workflows } from './migrations/Migration20261125020000_workflows';
 
 export type Orm = MikroORM;
 
@@ -10,6 +11,7 @@ export type Orm = MikroORM;
 const migrationsList = [
   { name: 'Migration20261125000000_initial', class: Migration20261125000000_initial },
   { name: 'Migration20261125010000_sending', class: Migration20261125010000_sending },
+  { name: 'Migration20261125020000_workflows', class: Migration20261125020000_workflows },
 ];
 
 export function ormOptions(databaseUrl: string, overrides: Partial<Options> = {}): Options {

@@ -1,9 +1,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError, validationError } from '../errors';
 import type { AttachmentFile } from '../mail/compose';
-import { contactUrls } from '../mail/links';
-import { compileTemplate, TemplateSyntaxError, templateVariables } from '../mail/render';
 import { upsertContact } from './contacts';
+import { compileContent, renderForContact } from './email-content';
 import { requireVerifiedSender } from './domains';
 import { createAttachmentSet, insertEmails, type NewEmail } from './emails';
 import { recordSubscriptionChange } from './events';
@@ -40,17 +39,6 @@ export interface SendContext {
 
 const mailbox = (m: Mailbox) => (typeof m === 'string' ? { email: m, name: undefined } : m);
 
-function compileField(source: string, field: 'subject' | 'body') {
-  try {
-    return compileTemplate(source, { escapeHtml: field === 'body' });
-  } catch (err) {
-    if (err instanceof TemplateSyntaxError) {
-      throw validationError([{ field, message: `Template syntax error: ${err.message}`, code: 'template_syntax' }]);
-    }
-    throw err;
-  }
-}
-
 /**
  * Everything /v1/send writes, in the caller's transaction: each recipient upserted and rendered on
  * its own, one after another, and one QUEUED email row each. Delivery is the workflow's job.
@@ -65,8 +53,7 @@ export async function queueSend(em: EntityManager, ctx: SendContext, req: SendRe
   }
   const fromName = from.name ?? req.name ?? null;
   const domainId = await requireVerifiedSender(em, ctx.projectId, from.email);
-  const compiledSubject = compileField(subject!, 'subject');
-  const compiledBody = compileField(body!, 'body');
+  const content = compileContent(subject!, body!);
   const marketing = template?.type === 'MARKETING';
 
   const attachments = req.attachments ?? [];
@@ -86,8 +73,13 @@ export async function queueSend(em: EntityManager, ctx: SendContext, req: SendRe
       subscribedWhenNew: false,
     });
     await recordSubscriptionChange(em, ctx.projectId, up.contact.id, up.previousSubscribed, up.contact.subscribed);
-    const urls = contactUrls(ctx.publicUrl, ctx.linkSecret, up.contact.id);
-    const vars = templateVariables(up.contact, urls, up.transient);
+    const rendered = renderForContact(content, up.contact, {
+      extra: up.transient,
+      publicUrl: ctx.publicUrl,
+      linkSecret: ctx.linkSecret,
+      marketing,
+      headers: req.headers,
+    });
     emails.push({
       projectId: ctx.projectId,
       contactId: up.contact.id,
@@ -100,13 +92,7 @@ export async function queueSend(em: EntityManager, ctx: SendContext, req: SendRe
       fromEmail: from.email,
       fromName,
       replyTo: req.reply ?? template?.replyTo ?? null,
-      subject: compiledSubject.render(vars),
-      body: compiledBody.render(vars),
-      headers: {
-        ...req.headers,
-        // RFC 8058 one-click unsubscribe: mail clients show an unsubscribe button for marketing mail.
-        ...(marketing ? { 'List-Unsubscribe': `<${urls.unsubscribeUrl}>`, 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' } : {}),
-      },
+      ...rendered,
       attachmentSetId,
     });
     queued.push({ contact: { id: up.contact.id, email: up.contact.email } });

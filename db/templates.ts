@@ -136,8 +136,8 @@ export async function listTemplates(
 }
 
 /**
- * Where a template is used. Campaigns and workflow steps arrive with their own issues; each adds
- * its query here, so this answers truthfully (nothing references a template yet).
+ * Where a template is used: the SEND_EMAIL steps of the project's workflows that name it.
+ * Campaigns arrive with their own issue and add their query here (none reference one yet).
  */
 export async function templateUsage(
   em: EntityManager,
@@ -145,5 +145,12 @@ export async function templateUsage(
   id: string,
 ): Promise<{ campaigns: { id: string; name: string }[]; workflowSteps: { workflowId: string; stepId: string }[] }> {
   await getTemplate(em, projectId, id);
-  return { campaigns: [], workflowSteps: [] };
+  const steps = await query<{ workflow_id: string; id: string }>(
+    em,
+    `select s.workflow_id, s.id from workflow_steps s join workflows w on w.id = s.workflow_id
+     where w.project_id = ? and s.type = 'SEND_EMAIL' and s.config->>'templateId' = ?
+     order by s.workflow_id, s.id`,
+    [projectId, id],
+  );
+  return { campaigns: [], workflowSteps: steps.map((s) => ({ workflowId: s.workflow_id, stepId: s.id })) };
 }

@@ -3,9 +3,9 @@ import { type Config, loadConfig } from '../config';
 import { AppError } from '../errors';
 import type { DomainCheckOutcome } from './activities/domains';
 import { workflowIds } from './ids';
-import { checkDomainNowUpdate } from './messages';
-import { ProjectIdKey } from './search-attributes';
-import type { deleteContactField, domainVerification, sendEmails } from './workflows';
+import { checkDomainNowUpdate, trackedEventSignal, type TrackedEventMessage } from './messages';
+import { ContactIdKey, ProjectIdKey, TidingsWorkflowIdKey } from './search-attributes';
+import type { deleteContactField, domainVerification, journey, JourneyInput, sendEmails } from './workflows';
 
 export interface TemporalSettings {
   address: string;
@@ -84,6 +84,38 @@ export class TemporalGateway {
       args: [{ emailIds, maxRetryIntervalSeconds: this.config.sendRetryMaxIntervalSeconds }],
       typedSearchAttributes: [{ key: ProjectIdKey, value: projectId }],
     });
+  }
+
+  /** Starts one execution; its id is the execution row's, so a repeat cannot start a second. */
+  async startJourney(input: JourneyInput): Promise<void> {
+    await this.client.workflow.start<typeof journey>('journey', {
+      taskQueue: this.taskQueue,
+      workflowId: workflowIds.journey(input.executionId),
+      args: [input],
+      typedSearchAttributes: [
+        { key: ProjectIdKey, value: input.projectId },
+        { key: TidingsWorkflowIdKey, value: input.workflowId },
+        { key: ContactIdKey, value: input.contactId },
+      ],
+    });
+  }
+
+  /** Delivers a tracked event to an execution; one that has already ended is skipped. */
+  async signalTrackedEvent(executionId: string, event: TrackedEventMessage): Promise<void> {
+    try {
+      await this.client.workflow.getHandle(workflowIds.journey(executionId)).signal(trackedEventSignal, event);
+    } catch (err) {
+      if ((err as Error).name !== 'WorkflowNotFoundError') throw err;
+    }
+  }
+
+  /** Requests cancellation; the execution records CANCELLED itself before it stops. */
+  async cancelJourney(executionId: string): Promise<void> {
+    try {
+      await this.client.workflow.getHandle(workflowIds.journey(executionId)).cancel();
+    } catch (err) {
+      if ((err as Error).name !== 'WorkflowNotFoundError') throw err;
+    }
   }
 
   async healthy(): Promise<boolean> {

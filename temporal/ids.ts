@@ -7,4 +7,6 @@ export const workflowIds = {
   domainVerification: (domainId: string) => `domain-verification:${domainId}`,
   /** Keyed by the first email of the request: the API starts it once per request. */
   sendEmails: (firstEmailId: string) => `send:${firstEmailId}`,
+  /** One per (workflow, contact, entry): the execution row's id already says which. */
+  journey: (executionId: string) => `journey:${executionId}`,
 };

@@ -7,6 +7,9 @@ import { bearer, startTestEnv, type TestEnv } from './helpers/env';
  * Each database command takes ~2-3 s here (tsx start-up, ORM init, migration check).
  */
 const ROOT = path.resolve(__dirname, '..');
+
+// Generous: on a busy 2-core machine one tsx start-up alone can take several seconds.
+jest.setTimeout(120_000);
 const TSX = path.join(ROOT, 'node_modules/.bin/tsx');
 
 interface CliResult {
@@ -28,7 +31,7 @@ function cli(args: string[], env: Record<string, string | undefined> = {}): Prom
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
     child.on('error', reject);
     child.on('close', (code) => {
       clearTimeout(timer);
@@ -124,7 +127,7 @@ describe('usage', () => {
         }
       }),
     );
-  }, 60_000);
+  }, 120_000);
 
   test('no arguments: usage on stderr, exit 1', () => {
     expect(results.none!.code).toBe(1);

@@ -1,9 +1,10 @@
 import { createPublicKey, generateKeyPairSync } from 'node:crypto';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { ProjectWithKeys } from '../db/projects';
-import { startDnsServer, type DnsServer } from './helpers/dns';
-import { bearer, startTestEnv, type TestEnv } from './helpers/env';
-import { startSmtpSink, type SmtpSink } from './helpers/smtp';
+import type { DnsServer } from './helpers/dns';
+import { bearer, type TestEnv } from './helpers/env';
+import { type Domain, type SendingEnv, startSendingEnv, waitUntil } from './helpers/sending';
+import type { SmtpSink } from './helpers/smtp';
 
 /**
  * Domains end to end: the real API, the domain-verification workflow on a real Temporal worker,
@@ -11,40 +12,12 @@ import { startSmtpSink, type SmtpSink } from './helpers/smtp';
  * Re-check periods are 1 second, pending and verified alike.
  */
 
+let sending: SendingEnv;
 let dns: DnsServer;
 let smtp: SmtpSink;
 let env: TestEnv;
 let project: ProjectWithKeys;
 let other: ProjectWithKeys;
-
-type RecordState = 'ok' | 'missing' | 'mismatch' | 'unreachable';
-interface DnsRecord {
-  type: string;
-  name: string;
-  value: string;
-  purpose: string;
-}
-interface Domain {
-  id: string;
-  projectId: string;
-  domain: string;
-  status: 'pending' | 'verified';
-  records: DnsRecord[];
-  lastCheck: { verified: boolean; conclusive: boolean; records: { dkim: RecordState; spf: RecordState; dmarc: RecordState } } | null;
-  lastCheckedAt: string | null;
-  verifiedAt: string | null;
-  createdAt: string;
-}
-
-async function waitUntil<T>(fn: () => Promise<T | undefined | false>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error('condition not reached in time');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -78,16 +51,6 @@ async function addDomain(p: ProjectWithKeys, name: string): Promise<Domain> {
   return res.body as Domain;
 }
 
-/** Registered, published and verified by the workflow (no forced check). */
-async function verifiedDomain(p: ProjectWithKeys, name: string): Promise<Domain> {
-  const domain = await addDomain(p, name);
-  publish(domain);
-  return waitUntil(async () => {
-    const d = await listed(p, domain.id);
-    return d?.status === 'verified' && d;
-  });
-}
-
 const workflowOf = (domainId: string) => env.temporal.client.workflow.getHandle(`domain-verification:${domainId}`);
 const workflowStatus = async (domainId: string) => (await workflowOf(domainId).describe()).status.name;
 
@@ -96,25 +59,12 @@ function expectError(res: { status: number; body: { error?: { code?: string } } 
 }
 
 beforeAll(async () => {
-  dns = await startDnsServer();
-  smtp = await startSmtpSink();
-  env = await startTestEnv({
-    DNS_SERVERS: dns.address,
-    SMTP_URL: smtp.url,
-    DOMAIN_CHECK_INTERVAL_SECONDS: '1',
-    DOMAIN_RECHECK_VERIFIED_SECONDS: '1',
-    SEND_RETRY_MAX_INTERVAL_SECONDS: '1',
-  });
-  await env.startWorker();
+  sending = await startSendingEnv({ DOMAIN_RECHECK_VERIFIED_SECONDS: '1' });
+  ({ env, dns, smtp } = sending);
   [project, other] = await Promise.all([env.project('domains A'), env.project('domains B')]);
 });
 
-afterAll(async () => {
-  dns.delayMs = 0;
-  await env.close();
-  await smtp.close();
-  await dns.close();
-});
+afterAll(() => sending.close());
 
 test('POST /domains returns the DKIM (RSA 2048), SPF and DMARC records to publish', async () => {
   const before = Date.now();
@@ -193,7 +143,7 @@ test('the workflow verifies a domain once its records are published, with no API
   const pending = await waitUntil(async () => {
     const d = await listed(project, domain.id);
     return d?.lastCheck ? d : undefined;
-  });
+  }, 10_000);
   expect(pending.status).toBe('pending');
   expect(pending.lastCheck).toEqual({ verified: false, conclusive: true, records: { dkim: 'missing', spf: 'missing', dmarc: 'missing' } });
   expect(pending.verifiedAt).toBeNull();
@@ -284,7 +234,7 @@ test('a wrong DKIM key is a mismatch and leaves the domain pending', async () =>
 });
 
 test('a verified domain whose DKIM record disappears goes back to pending, and sends from it are refused', async () => {
-  const domain = await verifiedDomain(project, 'lost.example.test');
+  const domain = await sending.verifiedDomain(project, 'lost.example.test');
   const ok = await as(project).send({ to: 'someone@example.org', from: 'hi@lost.example.test', subject: 'S', body: 'B' });
   expect(ok.status).toBe(200);
 
@@ -307,7 +257,7 @@ test('a verified domain whose DKIM record disappears goes back to pending, and s
 });
 
 test('a DNS timeout or SERVFAIL says nothing about the records: a verified domain stays verified', async () => {
-  const domain = await verifiedDomain(project, 'slow.example.test');
+  const domain = await sending.verifiedDomain(project, 'slow.example.test');
   const verifiedAt = domain.verifiedAt;
   expect(verifiedAt).not.toBeNull();
 
@@ -407,7 +357,7 @@ test("another project's key gets 404 on verify, delete and the project's list; t
 test('the project list shows pending and verified domains of the project only', async () => {
   const p = await env.project('list');
   const pending = await addDomain(p, 'list-pending.example.test');
-  const verified = await verifiedDomain(p, 'list-verified.example.test');
+  const verified = await sending.verifiedDomain(p, 'list-verified.example.test');
   const res = await as(p).list();
   expect(res.status).toBe(200);
   const byName = Object.fromEntries((res.body as Domain[]).map((d) => [d.domain, d.status]));

@@ -1,9 +1,9 @@
 import type { ProjectWithKeys } from '../db/projects';
-import { startDnsServer, type DnsServer } from './helpers/dns';
-import { bearer, startTestEnv, type TestEnv } from './helpers/env';
-import { startSmtpSink, type SmtpSink } from './helpers/smtp';
+import { bearer, type TestEnv } from './helpers/env';
+import { type EventItem, type SendingEnv, startSendingEnv, waitUntil } from './helpers/sending';
+import type { SmtpSink } from './helpers/smtp';
 
-let dns: DnsServer;
+let sending: SendingEnv;
 let smtp: SmtpSink;
 let env: TestEnv;
 let project: ProjectWithKeys;
@@ -11,41 +11,11 @@ let other: ProjectWithKeys;
 
 const DOMAIN = 'acme-events.test';
 
-interface EventItem {
-  id: string;
-  name: string;
-  contactId: string | null;
-  email: string | null;
-  data: Record<string, unknown>;
-  createdAt: string;
-}
-
 interface Page {
   data: EventItem[];
   cursor: string | null;
   hasMore: boolean;
   total: number;
-}
-
-async function waitUntil<T>(fn: () => Promise<T | undefined | false>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error('condition not reached in time');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-/** Registers a domain, publishes its records in the test DNS server, and waits for the workflow to verify it. */
-async function verifiedDomain(p: ProjectWithKeys, domain: string) {
-  const res = await env.http().post('/domains').set(bearer(p.secretKey)).send({ domain });
-  expect(res.status).toBe(201);
-  for (const record of res.body.records as { name: string; value: string }[]) dns.set(record.name, 'TXT', [record.value]);
-  await waitUntil(async () => {
-    const list = await env.http().get(`/domains/project/${p.id}`).set(bearer(p.secretKey));
-    return list.body.find((d: { id: string; status: string }) => d.id === res.body.id && d.status === 'verified');
-  });
 }
 
 const track = async (p: ProjectWithKeys, email: string, event: string, data?: object) => {
@@ -75,24 +45,13 @@ async function allPages(p: ProjectWithKeys, path: string, query: Record<string, 
 let tracked: { name: string; email: string; id: string; contact: string }[] = [];
 
 beforeAll(async () => {
-  dns = await startDnsServer();
-  smtp = await startSmtpSink();
-  env = await startTestEnv({
-    DNS_SERVERS: dns.address,
-    SMTP_URL: smtp.url,
-    DOMAIN_CHECK_INTERVAL_SECONDS: '1',
-    SEND_RETRY_MAX_INTERVAL_SECONDS: '1',
-  });
-  await env.startWorker();
+  sending = await startSendingEnv();
+  ({ env, smtp } = sending);
   project = await env.project('events project');
   other = await env.project('events other project');
 });
 
-afterAll(async () => {
-  await env.close();
-  await smtp.close();
-  await dns.close();
-});
+afterAll(() => sending.close());
 
 test('GET /events: newest first, cursor pages, total on the first page only, name filter', async () => {
   const plan: [string, string][] = [
@@ -194,7 +153,7 @@ test('GET /events/names: exact counts and last occurrence, per project', async (
 });
 
 test('/v1/send: an explicit subscription change emits contact.* events; omitted leaves a new contact unsubscribed', async () => {
-  await verifiedDomain(project, DOMAIN);
+  await sending.verifiedDomain(project, DOMAIN);
   const send = async (to: string, extra: object = {}) => {
     const res = await env
       .http()

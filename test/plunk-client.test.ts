@@ -3,9 +3,9 @@ import type { AddressInfo } from 'node:net';
 import Plunk from '@plunk/node';
 import { simpleParser } from 'mailparser';
 import type { ProjectWithKeys } from '../db/projects';
-import { startDnsServer, type DnsServer } from './helpers/dns';
-import { bearer, startTestEnv, type TestEnv } from './helpers/env';
-import { startSmtpSink, type SmtpSink } from './helpers/smtp';
+import { bearer, type TestEnv } from './helpers/env';
+import { type SendingEnv, startSendingEnv } from './helpers/sending';
+import type { SmtpSink } from './helpers/smtp';
 
 /**
  * The official Node client (@plunk/node), unchanged, against the API on a real HTTP port:
@@ -13,7 +13,7 @@ import { startSmtpSink, type SmtpSink } from './helpers/smtp';
  * handling (it reads only the top-level `message` of an error body).
  */
 
-let dns: DnsServer;
+let sending: SendingEnv;
 let smtp: SmtpSink;
 let env: TestEnv;
 let server: Server;
@@ -21,27 +21,6 @@ let baseUrl: string;
 let project: ProjectWithKeys;
 
 const DOMAIN = 'acme-client.test';
-
-async function waitUntil<T>(fn: () => Promise<T | undefined | false>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error('condition not reached in time');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-/** Registers a domain, publishes its records in the test DNS server, and waits for the workflow to verify it. */
-async function verifiedDomain(p: ProjectWithKeys, domain: string) {
-  const res = await env.http().post('/domains').set(bearer(p.secretKey)).send({ domain });
-  expect(res.status).toBe(201);
-  for (const record of res.body.records as { name: string; value: string }[]) dns.set(record.name, 'TXT', [record.value]);
-  await waitUntil(async () => {
-    const list = await env.http().get(`/domains/project/${p.id}`).set(bearer(p.secretKey));
-    return list.body.find((d: { id: string; status: string }) => d.id === res.body.id && d.status === 'verified');
-  });
-}
 
 /** What the client threw (class and message); fails when it did not throw. */
 async function thrown(promise: Promise<unknown>): Promise<{ type: string; message: string }> {
@@ -54,17 +33,10 @@ async function thrown(promise: Promise<unknown>): Promise<{ type: string; messag
 }
 
 beforeAll(async () => {
-  dns = await startDnsServer();
-  smtp = await startSmtpSink();
-  env = await startTestEnv({
-    DNS_SERVERS: dns.address,
-    SMTP_URL: smtp.url,
-    DOMAIN_CHECK_INTERVAL_SECONDS: '1',
-    SEND_RETRY_MAX_INTERVAL_SECONDS: '1',
-  });
-  await env.startWorker();
+  sending = await startSendingEnv();
+  ({ env, smtp } = sending);
   project = await env.project('client project');
-  await verifiedDomain(project, DOMAIN);
+  await sending.verifiedDomain(project, DOMAIN);
   server = env.app.listen(0, '127.0.0.1');
   await new Promise<void>((resolve) => server.once('listening', () => resolve()));
   baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/`;
@@ -74,9 +46,7 @@ afterAll(async () => {
   // The client's fetch keeps connections alive; drop them so close() returns at once.
   server.closeAllConnections();
   await new Promise<void>((resolve) => server.close(() => resolve()));
-  await env.close();
-  await smtp.close();
-  await dns.close();
+  await sending.close();
 });
 
 test('events.track with the secret and the public key', async () => {

@@ -2,11 +2,13 @@ import { Resolver } from 'node:dns/promises';
 import { simpleParser } from 'mailparser';
 import { dkimVerify } from 'mailauth/lib/dkim/verify';
 import { queryOne } from '../db/sql';
-import { startDnsServer, type DnsServer } from './helpers/dns';
-import { bearer, startTestEnv, type TestEnv } from './helpers/env';
-import { startSmtpSink, type SmtpSink } from './helpers/smtp';
+import type { DnsServer } from './helpers/dns';
+import { bearer, type TestEnv } from './helpers/env';
+import { type SendingEnv, startSendingEnv, waitUntil } from './helpers/sending';
+import type { SmtpSink } from './helpers/smtp';
 import type { ProjectWithKeys } from '../db/projects';
 
+let sending: SendingEnv;
 let dns: DnsServer;
 let smtp: SmtpSink;
 let env: TestEnv;
@@ -14,50 +16,17 @@ let project: ProjectWithKeys;
 
 const DOMAIN = 'acme-send.test';
 
-async function waitUntil<T>(fn: () => Promise<T | undefined | false>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error('condition not reached in time');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 const emailStatus = async (id: string) =>
   (await queryOne<{ status: string }>(env.orm.em.fork(), 'select status from emails where id = ?', [id]))?.status;
 
-/** Registers a domain, publishes its records in the test DNS server, and waits for the workflow to verify it. */
-async function verifiedDomain(p: ProjectWithKeys, domain: string) {
-  const res = await env.http().post('/domains').set(bearer(p.secretKey)).send({ domain });
-  expect(res.status).toBe(201);
-  for (const record of res.body.records as { name: string; value: string }[]) dns.set(record.name, 'TXT', [record.value]);
-  await waitUntil(async () => {
-    const list = await env.http().get(`/domains/project/${p.id}`).set(bearer(p.secretKey));
-    return list.body.find((d: { id: string; status: string }) => d.id === res.body.id && d.status === 'verified');
-  });
-  return res.body as { id: string; records: { name: string; value: string; purpose: string }[] };
-}
-
 beforeAll(async () => {
-  dns = await startDnsServer();
-  smtp = await startSmtpSink();
-  env = await startTestEnv({
-    DNS_SERVERS: dns.address,
-    SMTP_URL: smtp.url,
-    DOMAIN_CHECK_INTERVAL_SECONDS: '1',
-    SEND_RETRY_MAX_INTERVAL_SECONDS: '1',
-  });
-  await env.startWorker();
+  sending = await startSendingEnv();
+  ({ env, dns, smtp } = sending);
   project = await env.project();
-  await verifiedDomain(project, DOMAIN);
+  await sending.verifiedDomain(project, DOMAIN);
 });
 
-afterAll(async () => {
-  await env.close();
-  await smtp.close();
-  await dns.close();
-});
+afterAll(() => sending.close());
 
 beforeEach(() => {
   smtp.clear();

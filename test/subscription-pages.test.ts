@@ -1,11 +1,11 @@
 import { simpleParser } from 'mailparser';
 import type { ProjectWithKeys } from '../db/projects';
 import { signContactToken } from '../mail/links';
-import { startDnsServer, type DnsServer } from './helpers/dns';
-import { bearer, startTestEnv, type TestEnv } from './helpers/env';
-import { startSmtpSink, type SmtpSink } from './helpers/smtp';
+import { bearer, type TestEnv } from './helpers/env';
+import { type SendingEnv, startSendingEnv, waitUntil } from './helpers/sending';
+import type { SmtpSink } from './helpers/smtp';
 
-let dns: DnsServer;
+let sending: SendingEnv;
 let smtp: SmtpSink;
 let env: TestEnv;
 let project: ProjectWithKeys;
@@ -14,27 +14,6 @@ const DOMAIN = 'acme-pages.test';
 // Served behind a path prefix (a reverse proxy strips it): the pages' forms and links must
 // still lead back through the prefix.
 const PUBLIC_URL = 'http://localhost:3000/mail';
-
-async function waitUntil<T>(fn: () => Promise<T | undefined | false>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error('condition not reached in time');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-/** Registers a domain, publishes its records in the test DNS server, and waits for the workflow to verify it. */
-async function verifiedDomain(p: ProjectWithKeys, domain: string) {
-  const res = await env.http().post('/domains').set(bearer(p.secretKey)).send({ domain });
-  expect(res.status).toBe(201);
-  for (const record of res.body.records as { name: string; value: string }[]) dns.set(record.name, 'TXT', [record.value]);
-  await waitUntil(async () => {
-    const list = await env.http().get(`/domains/project/${p.id}`).set(bearer(p.secretKey));
-    return list.body.find((d: { id: string; status: string }) => d.id === res.body.id && d.status === 'verified');
-  });
-}
 
 /** The app's path for a public URL: what the proxy in front of it would forward. */
 const appPath = (url: string) => {
@@ -84,25 +63,13 @@ const eventNames = async (id: string) =>
     .filter((n) => n.startsWith('contact.'));
 
 beforeAll(async () => {
-  dns = await startDnsServer();
-  smtp = await startSmtpSink();
-  env = await startTestEnv({
-    PUBLIC_URL,
-    DNS_SERVERS: dns.address,
-    SMTP_URL: smtp.url,
-    DOMAIN_CHECK_INTERVAL_SECONDS: '1',
-    SEND_RETRY_MAX_INTERVAL_SECONDS: '1',
-  });
-  await env.startWorker();
+  sending = await startSendingEnv({ PUBLIC_URL });
+  ({ env, smtp } = sending);
   project = await env.project('pages project');
-  await verifiedDomain(project, DOMAIN);
+  await sending.verifiedDomain(project, DOMAIN);
 });
 
-afterAll(async () => {
-  await env.close();
-  await smtp.close();
-  await dns.close();
-});
+afterAll(() => sending.close());
 
 test('unsubscribe (page, then RFC 8058 one-click POST), manage, and subscribe again', async () => {
   const links = await linksFor('reader@example.org');

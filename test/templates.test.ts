@@ -1,16 +1,16 @@
 import { simpleParser, type ParsedMail } from 'mailparser';
 import type { ProjectWithKeys } from '../db/projects';
 import { queryOne } from '../db/sql';
-import { startDnsServer, type DnsServer } from './helpers/dns';
-import { bearer, startTestEnv, type TestEnv } from './helpers/env';
-import { startSmtpSink, type SmtpSink } from './helpers/smtp';
+import { bearer, type TestEnv } from './helpers/env';
+import { type SendingEnv, startSendingEnv } from './helpers/sending';
+import type { SmtpSink } from './helpers/smtp';
 
 /**
  * Templates end to end: the real API, a real DNS server for the sender domains (verified by the
  * domain workflow on a real Temporal worker), and a real SMTP sink for what template sends deliver.
  */
 
-let dns: DnsServer;
+let sending: SendingEnv;
 let smtp: SmtpSink;
 let env: TestEnv;
 let project: ProjectWithKeys;
@@ -56,27 +56,6 @@ function expectError(res: Res, status: number, code: string) {
 
 const fieldsOf = (res: Res) => (res.body.error?.errors ?? []).map((e) => e.field).sort();
 
-async function waitUntil<T>(fn: () => Promise<T | undefined | false>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error('condition not reached in time');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-/** Registers the domain, publishes its records, and waits until the verification workflow verified it. */
-async function verifiedDomain(p: ProjectWithKeys, domain: string): Promise<void> {
-  const res = await env.http().post('/domains').set(bearer(p.secretKey)).send({ domain });
-  expect(res.status).toBe(201);
-  for (const r of res.body.records as { name: string; value: string }[]) dns.set(r.name, 'TXT', [r.value]);
-  await waitUntil(async () => {
-    const list = await env.http().get(`/domains/project/${p.id}`).set(bearer(p.secretKey));
-    return (list.body as { id: string; status: string }[]).some((d) => d.id === res.body.id && d.status === 'verified');
-  });
-}
-
 const base = { name: 'Welcome', subject: 'Hello {{name ?? "friend"}}', body: '<p>Hi {{name ?? "friend"}}</p>' };
 
 async function createTemplate(p: ProjectWithKeys, body: object = base): Promise<Template> {
@@ -96,24 +75,13 @@ function rawHeaders(parsed: ParsedMail): Map<string, string[]> {
 }
 
 beforeAll(async () => {
-  dns = await startDnsServer();
-  smtp = await startSmtpSink();
-  env = await startTestEnv({
-    DNS_SERVERS: dns.address,
-    SMTP_URL: smtp.url,
-    DOMAIN_CHECK_INTERVAL_SECONDS: '1',
-    SEND_RETRY_MAX_INTERVAL_SECONDS: '1',
-  });
-  await env.startWorker();
+  sending = await startSendingEnv();
+  ({ env, smtp } = sending);
   [project, other] = await Promise.all([env.project('templates A'), env.project('templates B')]);
-  await Promise.all([verifiedDomain(project, DOMAIN), verifiedDomain(other, OTHER_DOMAIN)]);
+  await Promise.all([sending.verifiedDomain(project, DOMAIN), sending.verifiedDomain(other, OTHER_DOMAIN)]);
 });
 
-afterAll(async () => {
-  await env.close();
-  await smtp.close();
-  await dns.close();
-});
+afterAll(() => sending.close());
 
 beforeEach(() => smtp.clear());
 

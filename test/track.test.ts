@@ -1,5 +1,6 @@
 import type { ProjectWithKeys } from '../db/projects';
 import { bearer, startTestEnv, type TestEnv } from './helpers/env';
+import type { EventItem } from './helpers/sending';
 
 let env: TestEnv;
 let project: ProjectWithKeys;
@@ -15,15 +16,6 @@ afterAll(async () => {
 
 const track = (key: string, body: object, path = '/v1/track') => env.http().post(path).set(bearer(key)).send(body);
 const contactOf = async (id: string) => (await env.http().get(`/contacts/${id}`).set(bearer(project.secretKey))).body;
-
-interface EventItem {
-  id: string;
-  name: string;
-  contactId: string | null;
-  email: string | null;
-  data: Record<string, unknown>;
-  createdAt: string;
-}
 
 /** Every event of the project with that name, newest first (first page of 100 is plenty here). */
 async function eventsNamed(name: string, p: ProjectWithKeys = project): Promise<EventItem[]> {

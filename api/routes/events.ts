@@ -1,10 +1,24 @@
 import { getContact } from '../../db/contacts';
-import { eventNames, listEvents } from '../../db/events';
+import { deleteEventsByName, eventNames, eventStats, eventUsage, listEvents } from '../../db/events';
 import type { AppDeps } from '../context';
 import type { RouteRegistry } from '../routing';
 import { cursorPage, cursorQuery } from '../schemas/common';
-import { contactIdParams, eventNamesResponse, eventSchema, listEventsQuery } from '../schemas/events';
+import {
+  contactIdParams,
+  deleteEventsResponse,
+  eventNameParams,
+  eventNamesResponse,
+  eventSchema,
+  eventStatsResponse,
+  eventUsageResponse,
+  listEventsQuery,
+} from '../schemas/events';
 
+/**
+ * Order matters: the fixed paths (`/events/names`, `/events/stats`) come first so no pattern takes
+ * them for an event name, and `/events/:eventName/usage` precedes `/events/contact/:contactId`
+ * so the usage of an event named "contact" is reachable (no contact id is "usage").
+ */
 export function registerEventRoutes(api: RouteRegistry, _deps: AppDeps): void {
   api.add({
     method: 'get',
@@ -29,6 +43,27 @@ export function registerEventRoutes(api: RouteRegistry, _deps: AppDeps): void {
 
   api.add({
     method: 'get',
+    path: '/events/stats',
+    tag: 'Events',
+    summary: 'Event counts: all time, last 24 hours, last 7 days, and per name',
+    auth: 'secret',
+    response: eventStatsResponse,
+    handler: ({ scope, project }) => eventStats(scope.em, project.id),
+  });
+
+  api.add({
+    method: 'get',
+    path: '/events/:eventName/usage',
+    tag: 'Events',
+    summary: 'Where an event name is referenced: workflow triggers, WAIT_FOR_EVENT steps, CONDITION steps on event.<name>, segments',
+    auth: 'secret',
+    params: eventNameParams,
+    response: eventUsageResponse,
+    handler: ({ scope, project, params }) => eventUsage(scope.em, project.id, params.eventName),
+  });
+
+  api.add({
+    method: 'get',
     path: '/events/contact/:contactId',
     tag: 'Events',
     summary: 'Events of one contact, newest first (cursor pagination)',
@@ -40,5 +75,19 @@ export function registerEventRoutes(api: RouteRegistry, _deps: AppDeps): void {
       await getContact(scope.em, project.id, params.contactId);
       return listEvents(scope.em, project.id, { ...query, contactId: params.contactId });
     },
+  });
+
+  api.add({
+    method: 'delete',
+    path: '/events/:eventName',
+    tag: 'Events',
+    summary: 'Delete every event with this name (reserved email.*, contact.*, segment.* names too: history only); returns the count',
+    auth: 'secret',
+    params: eventNameParams,
+    response: deleteEventsResponse,
+    handler: async ({ scope, project, params }) => ({
+      name: params.eventName,
+      deleted: await deleteEventsByName(scope.em, project.id, params.eventName),
+    }),
   });
 }

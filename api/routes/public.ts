@@ -1,6 +1,7 @@
 import { queueSend } from '../../db/send';
-import { idempotent } from '../../db/idempotency';
-import { trackEvent } from '../../db/track';
+import { forgetIdempotencyKey, idempotent } from '../../db/idempotency';
+import { type TrackedEvent, trackEvent } from '../../db/track';
+import { deliverTrackedEvent } from '../../temporal/triggers';
 import type { AppDeps } from '../context';
 import { idempotencyKey } from '../idempotency-key';
 import type { RouteContext, RouteRegistry } from '../routing';
@@ -43,12 +44,24 @@ export function registerPublicRoutes(api: RouteRegistry, deps: AppDeps): void {
     req,
     res,
   }: Pick<RouteContext<'secret', z.output<typeof trackBody>, undefined, undefined>, 'scope' | 'project' | 'body' | 'req' | 'res'>) => {
-    const result = await idempotent(scope.em, project.id, 'track', idempotencyKey(req), body, async (tx) => {
-      const tracked = await trackEvent(tx, project.id, body);
-      // Seam for the Workflows issue: start the workflows this event triggers and signal the
-      // contact's executions waiting for it, with `tracked.context` as their data.
+    const key = idempotencyKey(req);
+    let tracked: TrackedEvent | undefined;
+    const result = await idempotent(scope.em, project.id, 'track', key, body, async (tx) => {
+      tracked = await trackEvent(tx, project.id, body);
       return { status: 200, body: { success: true, data: { contact: tracked.contact, event: tracked.event, timestamp: tracked.timestamp } } };
     });
+    // After the commit, so executions see the contact. Should Temporal refuse, the key is released:
+    // a retry records the event again rather than losing the workflows it triggers.
+    if (tracked) {
+      const event = tracked;
+      await deliverTrackedEvent(
+        { em: scope.em, temporal: deps.temporal, config: deps.config },
+        { projectId: project.id, contactId: event.contact, eventId: event.event, name: body.event, trackedAt: event.timestamp, context: event.context },
+      ).catch(async (err: unknown) => {
+        await forgetIdempotencyKey(scope.em, project.id, 'track', key);
+        throw err;
+      });
+    }
     return replay(res, result);
   };
 

@@ -40,3 +40,40 @@ export const contactIdParams = z.object({ contactId: z.string().min(1) });
 export const eventNamesResponse = z.object({
   names: z.array(z.object({ name: z.string(), count: z.number().int(), lastSeenAt: z.string() })),
 });
+
+export const eventStatsResponse = z.object({
+  total: z.number().int().describe('Events of the project, all time'),
+  last24h: z.number().int().describe('Events in the last 24 hours'),
+  last7d: z.number().int().describe('Events in the last 7 days'),
+  byName: z
+    .array(
+      z.object({
+        name: z.string(),
+        count: z.number().int(),
+        last24h: z.number().int(),
+        last7d: z.number().int(),
+        lastSeenAt: z.string(),
+      }),
+    )
+    .describe('Per name, most frequent first (ties by name)'),
+});
+
+/** Any name, reserved ones included: reading usage or deleting history of email.* is allowed. */
+export const eventNameParams = z.object({ eventName: z.string().min(1).max(255) });
+
+const workflowRef = { workflowId: z.string(), workflowName: z.string() };
+
+export const eventUsageResponse = z.object({
+  eventName: z.string(),
+  workflowTriggers: z.array(z.object({ ...workflowRef, enabled: z.boolean() })).describe('Workflows this event starts'),
+  waitForEventSteps: z.array(z.object({ ...workflowRef, stepId: z.string(), stepName: z.string().nullable() })),
+  conditionSteps: z
+    .array(z.object({ ...workflowRef, stepId: z.string(), stepName: z.string().nullable(), field: z.string(), operator: z.string() }))
+    .describe('CONDITION steps testing event.<name>'),
+  segments: z.array(z.object({ id: z.string(), name: z.string() })).describe('Segment filters on event.<name> (none until segments exist)'),
+});
+
+export const deleteEventsResponse = z.object({
+  name: z.string(),
+  deleted: z.number().int().describe('Events removed; 0 when none had the name'),
+});

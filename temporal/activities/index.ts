@@ -1,14 +1,19 @@
+import type { Config } from '../../config';
 import type { Orm } from '../../db/orm';
 import type { DnsLookup } from '../../mail/dns';
 import type { Mailer } from '../../mail/transport';
+import { createConditionActivities } from './conditions';
 import { createContactFieldActivities } from './contact-fields';
 import { createDomainActivities } from './domains';
+import { createJourneyActivities } from './journeys';
 import { createSendActivities } from './send';
+import { createWebhookActivities } from './webhooks';
 
 export interface ActivityDeps {
   orm: Orm;
   dns: DnsLookup;
   mailer: Mailer;
+  config: Config;
 }
 
 /** Activities are built from their dependencies, so tests and the worker wire them the same way. */
@@ -17,6 +22,9 @@ export function createActivities(deps: ActivityDeps) {
     ...createContactFieldActivities(deps),
     ...createDomainActivities(deps),
     ...createSendActivities(deps),
+    ...createJourneyActivities(deps),
+    ...createConditionActivities(deps),
+    ...createWebhookActivities(deps),
   };
 }
 

@@ -2,3 +2,4 @@
 export { deleteContactField } from './delete-contact-field';
 export { domainVerification } from './domain-verification';
 export { sendEmails } from './send-emails';
+export { journey, type JourneyInput } from './journey';

@@ -70,7 +70,7 @@ export async function startTestEnv(env: Record<string, string> = {}): Promise<Te
     async startWorker() {
       const handle = await startWorker(
         { address: config.temporal.address!, namespace: config.temporal.namespace, taskQueue },
-        { orm, dns, mailer },
+        { orm, dns, mailer, config },
         { workflowBundle: { codePath: process.env.TEST_WORKFLOW_BUNDLE! } },
       );
       workers.push(handle);

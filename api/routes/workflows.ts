@@ -1,0 +1,187 @@
+import { z } from 'zod';
+import {
+  addStep,
+  addTransition,
+  createWorkflow,
+  deleteStep,
+  deleteTransition,
+  deleteWorkflow,
+  getStep,
+  getWorkflow,
+  listWorkflows,
+  triggerConfigRefused,
+  updateStep,
+  updateWorkflow,
+  workflowFields,
+} from '../../db/workflows';
+import { stepConfigSchemas } from '../../db/workflow-steps';
+import type { AppDeps } from '../context';
+import type { RouteRegistry } from '../routing';
+import { cursorPage, idParams } from '../schemas/common';
+import {
+  addStepBody,
+  addTransitionBody,
+  createWorkflowBody,
+  deletedStepSchema,
+  deleteStepQuery,
+  stepParams,
+  stepSchema,
+  transitionParams,
+  transitionSchema,
+  updateStepBody,
+  updateWorkflowBody,
+  workflowDetailSchema,
+  workflowFieldsSchema,
+  workflowListQuery,
+  workflowSchema,
+} from '../schemas/workflows';
+import { parseOrThrow } from '../validation';
+
+/**
+ * Workflow definitions (spec "Workflows"). Executions (`/workflows/:id/executions…`) are
+ * registered by api/routes/executions.ts. `/workflows/fields` comes before `/workflows/:id`.
+ */
+export function registerWorkflowRoutes(api: RouteRegistry, _deps: AppDeps): void {
+  api.add({
+    method: 'get',
+    path: '/workflows',
+    tag: 'Workflows',
+    summary: 'List workflows, newest first (cursor pagination)',
+    auth: 'secret',
+    query: workflowListQuery,
+    response: cursorPage(workflowSchema),
+    handler: ({ scope, project, query }) => listWorkflows(scope.em, project.id, query),
+  });
+
+  api.add({
+    method: 'get',
+    path: '/workflows/fields',
+    tag: 'Workflows',
+    summary: 'Fields a CONDITION step can test: contact.email, contact.subscribed, data.<key> (with type) and event.<name>',
+    auth: 'secret',
+    response: workflowFieldsSchema,
+    handler: async ({ scope, project }) => ({ fields: await workflowFields(scope.em, project.id) }),
+  });
+
+  api.add({
+    method: 'post',
+    path: '/workflows',
+    tag: 'Workflows',
+    summary: 'Create a workflow (triggerType EVENT, disabled), with its TRIGGER entry step',
+    auth: 'secret',
+    body: createWorkflowBody,
+    response: workflowDetailSchema,
+    status: 201,
+    handler: ({ scope, project, body }) => createWorkflow(scope.em, project.id, body),
+  });
+
+  api.add({
+    method: 'get',
+    path: '/workflows/:id',
+    tag: 'Workflows',
+    summary: 'Get a workflow with its steps and transitions',
+    auth: 'secret',
+    params: idParams,
+    response: workflowDetailSchema,
+    handler: ({ scope, project, params }) => getWorkflow(scope.em, project.id, params.id),
+  });
+
+  api.add({
+    method: 'patch',
+    path: '/workflows/:id',
+    tag: 'Workflows',
+    summary: 'Update name, description, trigger event, enabled, allowReentry (enabling validates the graph: 422 with every problem)',
+    auth: 'secret',
+    params: idParams,
+    body: updateWorkflowBody,
+    response: workflowDetailSchema,
+    handler: ({ scope, project, params, body }) => updateWorkflow(scope.em, project.id, params.id, body),
+  });
+
+  api.add({
+    method: 'delete',
+    path: '/workflows/:id',
+    tag: 'Workflows',
+    summary: 'Delete a workflow; 409 while it has RUNNING or WAITING executions',
+    auth: 'secret',
+    params: idParams,
+    response: z.object({ id: z.string(), deleted: z.literal(true) }),
+    handler: async ({ scope, project, params }) => {
+      await deleteWorkflow(scope.em, project.id, params.id);
+      return { id: params.id, deleted: true as const };
+    },
+  });
+
+  api.add({
+    method: 'post',
+    path: '/workflows/:id/steps',
+    tag: 'Workflows',
+    summary: 'Add a step (config validated for its type; a SEND_EMAIL template must be one of the project)',
+    auth: 'secret',
+    params: idParams,
+    body: addStepBody,
+    response: stepSchema,
+    status: 201,
+    handler: ({ scope, project, params, body }) => addStep(scope.em, project.id, params.id, body),
+  });
+
+  api.add({
+    method: 'patch',
+    path: '/workflows/:id/steps/:stepId',
+    tag: 'Workflows',
+    summary: "Rename a step and/or replace its config (validated for the step's type)",
+    auth: 'secret',
+    params: stepParams,
+    body: updateStepBody,
+    response: stepSchema,
+    handler: async ({ scope, project, params, body }) => {
+      let config: Record<string, unknown> | undefined;
+      if (body.config !== undefined) {
+        // A step's type never changes, so it can be read before the transaction that writes.
+        const step = await getStep(scope.em, project.id, params.id, params.stepId);
+        if (step.type === 'TRIGGER') throw triggerConfigRefused(params.id);
+        config = parseOrThrow(stepConfigSchemas[step.type], body.config, 'config') as Record<string, unknown>;
+      }
+      return updateStep(scope.em, project.id, params.id, params.stepId, { name: body.name, config });
+    },
+  });
+
+  api.add({
+    method: 'delete',
+    path: '/workflows/:id/steps/:stepId',
+    tag: 'Workflows',
+    summary: 'Delete a step and its transitions; `splice=true` first reconnects its predecessors to its single successor',
+    auth: 'secret',
+    params: stepParams,
+    query: deleteStepQuery,
+    response: deletedStepSchema,
+    handler: ({ scope, project, params, query }) => deleteStep(scope.em, project.id, params.id, params.stepId, query),
+  });
+
+  api.add({
+    method: 'post',
+    path: '/workflows/:id/transitions',
+    tag: 'Workflows',
+    summary: 'Connect two steps of the workflow; a CONDITION source needs branch yes|no; one transition per branch (409)',
+    auth: 'secret',
+    params: idParams,
+    body: addTransitionBody,
+    response: transitionSchema,
+    status: 201,
+    handler: ({ scope, project, params, body }) => addTransition(scope.em, project.id, params.id, body),
+  });
+
+  api.add({
+    method: 'delete',
+    path: '/workflows/:id/transitions/:transitionId',
+    tag: 'Workflows',
+    summary: 'Delete a transition',
+    auth: 'secret',
+    params: transitionParams,
+    response: z.object({ id: z.string(), deleted: z.literal(true) }),
+    handler: async ({ scope, project, params }) => {
+      await deleteTransition(scope.em, project.id, params.id, params.transitionId);
+      return { id: params.transitionId, deleted: true as const };
+    },
+  });
+}

@@ -1,0 +1,93 @@
+import { ApplicationFailure } from '@temporalio/activity';
+import type { Config } from '../../config';
+import { getContact, updateContact } from '../../db/contacts';
+import { requireVerifiedSender } from '../../db/domains';
+import { compileContent, renderForContact } from '../../db/email-content';
+import { insertEmailOnce } from '../../db/emails';
+import type { JsonValue } from '../../db/entities/contact';
+import { recordSubscriptionChange } from '../../db/events';
+import { finishExecution, recordStepFinished, recordStepStarted } from '../../db/executions';
+import type { Orm } from '../../db/orm';
+import { linkSigningSecret } from '../../db/secrets';
+import { getTemplate } from '../../db/templates';
+import type { StepConfigs } from '../../db/workflow-steps';
+import { AppError } from '../../errors';
+
+/** A refusal from the data layer (missing template, unverified sender) will not pass on retry. */
+function permanent<T>(work: Promise<T>): Promise<T> {
+  return work.catch((err: unknown) => {
+    if (err instanceof AppError && err.status < 500) throw ApplicationFailure.nonRetryable(err.message, err.code);
+    throw err;
+  });
+}
+
+export function createJourneyActivities({ orm, config }: { orm: Orm; config: Config }) {
+  let linkSecret: Promise<string> | undefined;
+  const secret = () => (linkSecret ??= linkSigningSecret(orm.em.fork(), config.jwtSecret));
+
+  return {
+    recordStepStarted: (input: Parameters<typeof recordStepStarted>[1]) => recordStepStarted(orm.em.fork(), input),
+    recordStepFinished: (input: Parameters<typeof recordStepFinished>[1]) => recordStepFinished(orm.em.fork(), input),
+    finishExecution: (input: Parameters<typeof finishExecution>[1]) => finishExecution(orm.em.fork(), input),
+
+    /** Renders the template for the contact and writes the email row once per (execution, step). */
+    async queueJourneyEmail(input: {
+      executionId: string;
+      seq: number;
+      projectId: string;
+      contactId: string;
+      templateId: string;
+      recipient: StepConfigs['SEND_EMAIL']['recipient'];
+      context: Record<string, JsonValue>;
+    }): Promise<{ emailId?: string; skipped?: string }> {
+      const em = orm.em.fork();
+      const template = await permanent(getTemplate(em, input.projectId, input.templateId));
+      const contact = await getContact(em, input.projectId, input.contactId).catch(() => undefined);
+      if (!contact) return { skipped: 'contact_deleted' };
+      const marketing = template.type === 'MARKETING';
+      if (marketing && !contact.subscribed && input.recipient.type === 'CONTACT') return { skipped: 'unsubscribed' };
+      if (!template.from) throw ApplicationFailure.nonRetryable(`Template ${template.id} has no sender`, 'TemplateHasNoSender');
+      const domainId = await permanent(requireVerifiedSender(em, input.projectId, template.from));
+      const rendered = renderForContact(compileContent(template.subject, template.body), contact, {
+        extra: input.context,
+        publicUrl: config.publicUrl,
+        linkSecret: await secret(),
+        marketing,
+      });
+      const emailId = await insertEmailOnce(
+        em,
+        {
+          projectId: input.projectId,
+          contactId: contact.id,
+          domainId,
+          templateId: template.id,
+          source: 'workflow',
+          marketing,
+          toEmail: input.recipient.type === 'CUSTOM' ? input.recipient.customEmail : contact.email,
+          toName: null,
+          fromEmail: template.from,
+          fromName: template.fromName,
+          replyTo: template.replyTo,
+          ...rendered,
+          attachmentSetId: null,
+        },
+        `journey:${input.executionId}:${input.seq}`,
+      );
+      return { emailId };
+    },
+
+    async updateJourneyContact(input: {
+      projectId: string;
+      contactId: string;
+      updates?: Record<string, unknown>;
+      subscribed?: boolean;
+    }): Promise<void> {
+      await orm.em.fork().transactional(async (tx) => {
+        const { contact, previousSubscribed } = await permanent(
+          updateContact(tx, input.projectId, input.contactId, { data: input.updates, subscribed: input.subscribed }),
+        );
+        await recordSubscriptionChange(tx, input.projectId, contact.id, previousSubscribed, contact.subscribed);
+      });
+    },
+  };
+}

@@ -1,0 +1,70 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Config } from '../config';
+import type { JsonValue } from '../db/entities/contact';
+import { activeExecutionIdsOfContact, claimExecution, releaseExecution, workflowsTriggeredBy } from '../db/executions';
+import { loadGraph } from '../db/workflows';
+import type { TemporalGateway } from './client';
+
+export interface TriggerDeps {
+  /** Not inside a transaction: a claimed execution must be visible to its workflow at once. */
+  em: EntityManager;
+  temporal: TemporalGateway;
+  config: Pick<Config, 'journeyTimeScale'>;
+}
+
+/**
+ * Enters a contact into a workflow: claims the entry in Postgres (the re-entry rule), then
+ * starts the execution with the graph as it is now. If Temporal refuses, the claim is undone.
+ */
+export async function startExecution(
+  deps: TriggerDeps,
+  input: { projectId: string; workflowId: string; contactId: string; allowReentry: boolean; context: Record<string, JsonValue> },
+): Promise<string | null> {
+  const executionId = await claimExecution(deps.em, input);
+  if (!executionId) return null;
+  try {
+    await deps.temporal.startJourney({
+      executionId,
+      projectId: input.projectId,
+      workflowId: input.workflowId,
+      contactId: input.contactId,
+      graph: await loadGraph(deps.em, input.workflowId),
+      context: input.context,
+      timeScale: deps.config.journeyTimeScale,
+    });
+    return executionId;
+  } catch (err) {
+    await releaseExecution(deps.em, executionId, input);
+    throw err;
+  }
+}
+
+/**
+ * What a tracked event does to workflows: the contact's running executions receive it (a
+ * WAIT_FOR_EVENT may be waiting for it), then every enabled workflow it triggers starts an
+ * execution with the event data as context. The API does not wait for any of them to run.
+ */
+export async function deliverTrackedEvent(
+  deps: TriggerDeps,
+  event: { projectId: string; contactId: string; eventId: string; name: string; trackedAt: string; context: Record<string, JsonValue> },
+): Promise<{ started: string[] }> {
+  // Executions that exist before this event; the ones it starts must not receive their own trigger.
+  const running = await activeExecutionIdsOfContact(deps.em, event.projectId, event.contactId);
+  await Promise.all(
+    running.map((id) =>
+      deps.temporal.signalTrackedEvent(id, { eventId: event.eventId, name: event.name, data: event.context, trackedAt: event.trackedAt }),
+    ),
+  );
+  const started: string[] = [];
+  for (const workflow of await workflowsTriggeredBy(deps.em, event.projectId, event.name)) {
+    const id = await startExecution(deps, {
+      projectId: event.projectId,
+      workflowId: workflow.id,
+      contactId: event.contactId,
+      allowReentry: workflow.allowReentry,
+      context: event.context,
+    });
+    if (id) started.push(id);
+  }
+  return { started };
+}

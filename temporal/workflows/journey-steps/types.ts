@@ -1,0 +1,34 @@
+import type { JsonValue } from '../../../db/entities/contact';
+import type { Branch, JourneyGraph, StepConfigs, UserStepType } from '../../../db/workflow-steps';
+import type { TrackedEventMessage } from '../../messages';
+
+export interface JourneyInput {
+  executionId: string;
+  projectId: string;
+  workflowId: string;
+  contactId: string;
+  graph: JourneyGraph;
+  context: Record<string, JsonValue>;
+  /** Multiplies DELAY and WAIT_FOR_EVENT durations (1 in production). */
+  timeScale: number;
+}
+
+/** What a step handler sees: the execution, its context (mutable) and the events signalled so far. */
+export interface StepContext {
+  input: JourneyInput;
+  stepId: string;
+  seq: number;
+  context: Record<string, JsonValue>;
+  events: readonly TrackedEventMessage[];
+}
+
+export interface StepOutcome {
+  /** Which outgoing transition to take; undefined = the unlabelled one. */
+  branch?: Branch;
+  /** Ends the execution as EXITED with this reason. */
+  exit?: string;
+  /** Recorded in the step history. */
+  output?: JsonValue;
+}
+
+export type StepHandler<K extends UserStepType> = (config: StepConfigs[K], ctx: StepContext) => Promise<StepOutcome>;

@@ -1,0 +1,122 @@
+import type { ProjectWithKeys } from '../../db/projects';
+import { startDnsServer, type DnsServer } from './dns';
+import { bearer, startTestEnv, type TestEnv } from './env';
+import { startSmtpSink, type SmtpSink } from './smtp';
+
+/**
+ * What the tests that send mail share: a polling helper, and an environment that can deliver, i.e.
+ * the API and a worker (startTestEnv) whose resolver asks a test DNS server and whose mailer hands
+ * mail to an SMTP sink, with short domain-check and send-retry periods.
+ *
+ *   let sending: SendingEnv;
+ *   beforeAll(async () => {
+ *     sending = await startSendingEnv();              // or startSendingEnv({ PUBLIC_URL: ... })
+ *     ({ env, dns, smtp } = sending);
+ *     project = await env.project('my project');
+ *     await sending.verifiedDomain(project, 'acme.test');
+ *   });
+ *   afterAll(() => sending.close());
+ */
+
+/** Calls `fn` every 100 ms until it returns something truthy, and returns that; throws after `timeoutMs`. */
+export async function waitUntil<T>(fn: () => Promise<T | undefined | false>, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await fn();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error('condition not reached in time');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** A domain as the API returns it (POST /domains, GET /domains/project/:id, GET /domains/:id/verify). */
+export type RecordState = 'ok' | 'missing' | 'mismatch' | 'unreachable';
+export interface DnsRecord {
+  type: string;
+  name: string;
+  value: string;
+  purpose: string;
+}
+export interface Domain {
+  id: string;
+  projectId: string;
+  domain: string;
+  status: 'pending' | 'verified';
+  records: DnsRecord[];
+  lastCheck: { verified: boolean; conclusive: boolean; records: { dkim: RecordState; spf: RecordState; dmarc: RecordState } } | null;
+  lastCheckedAt: string | null;
+  verifiedAt: string | null;
+  createdAt: string;
+}
+
+/** An event as the API lists it (GET /events, GET /events/contact/:id). */
+export interface EventItem {
+  id: string;
+  name: string;
+  contactId: string | null;
+  email: string | null;
+  data: Record<string, unknown>;
+  createdAt: string;
+}
+
+export interface SendingEnv {
+  env: TestEnv;
+  dns: DnsServer;
+  smtp: SmtpSink;
+  /**
+   * Registers the domain for the project, publishes its records in the test DNS server, and waits
+   * (no forced check) until the verification workflow has verified it. Returns it as then listed.
+   */
+  verifiedDomain(project: ProjectWithKeys, domain: string): Promise<Domain>;
+  /** Stops the environment (worker included), then the SMTP sink and the DNS server. */
+  close(): Promise<void>;
+}
+
+/** Starts the DNS server, the SMTP sink, the environment (plus `extraEnv`) and its worker. */
+export async function startSendingEnv(extraEnv: Record<string, string> = {}): Promise<SendingEnv> {
+  const dns = await startDnsServer();
+  const smtp = await startSmtpSink();
+  let env: TestEnv | undefined;
+  try {
+    env = await startTestEnv({
+      DNS_SERVERS: dns.address,
+      SMTP_URL: smtp.url,
+      DOMAIN_CHECK_INTERVAL_SECONDS: '1',
+      SEND_RETRY_MAX_INTERVAL_SECONDS: '1',
+      ...extraEnv,
+    });
+    await env.startWorker();
+  } catch (err) {
+    // Whatever started would otherwise keep the test process alive.
+    await env?.close();
+    await smtp.close();
+    await dns.close();
+    throw err;
+  }
+  const started = env;
+
+  return {
+    env: started,
+    dns,
+    smtp,
+    async verifiedDomain(project, domain) {
+      const auth = bearer(project.secretKey);
+      const res = await started.http().post('/domains').set(auth).send({ domain });
+      expect(res.status).toBe(201);
+      const added = res.body as Domain;
+      for (const record of added.records) dns.set(record.name, 'TXT', [record.value]);
+      return waitUntil(async () => {
+        const list = await started.http().get(`/domains/project/${project.id}`).set(auth);
+        expect(list.status).toBe(200);
+        return (list.body as Domain[]).find((d) => d.id === added.id && d.status === 'verified');
+      });
+    },
+    async close() {
+      // A test may have left DNS answers delayed; the worker's lookups must not hold up its shutdown.
+      dns.delayMs = 0;
+      await started.close();
+      await smtp.close();
+      await dns.close();
+    },
+  };
+}
