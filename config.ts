@@ -38,8 +38,10 @@ const envSchema = z.object({
   JOURNEY_TIME_SCALE: z.coerce.number().positive().max(1).default(1),
   WEBHOOK_ALLOW_PRIVATE_TARGETS: boolFlag,
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(1000),
+  SEND_THROTTLE_PER_SECOND: z.coerce.number().positive().default(100),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   DISABLE_SIGNUPS: boolFlag,
+  NOTIFY_SECRET: optionalString.pipe(z.string().min(16, 'NOTIFY_SECRET must be at least 16 characters').optional()),
 });
 
 export type Config = {
@@ -77,8 +79,15 @@ export type Config = {
   /** WEBHOOK steps may call private, loopback and link-local addresses (tests only). */
   webhookAllowPrivateTargets: boolean;
   rateLimitPerMinute: number;
+  /**
+   * Campaign emails per second per project (db/send-throttle.ts): a reservation clock in Postgres
+   * shared by every worker; a project's own `send_throttles.rate_per_second` overrides it.
+   */
+  sendThrottlePerSecond: number;
   logLevel: string;
   disableSignups: boolean;
+  /** Shared secret of POST /webhooks/notify (delivery, bounce, complaint); unset: the endpoint is off (404). */
+  notifySecret: string | undefined;
 };
 
 export class ConfigError extends Error {}
@@ -117,7 +126,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     journeyTimeScale: e.JOURNEY_TIME_SCALE,
     webhookAllowPrivateTargets: e.WEBHOOK_ALLOW_PRIVATE_TARGETS,
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
+    sendThrottlePerSecond: e.SEND_THROTTLE_PER_SECOND,
     logLevel: e.LOG_LEVEL,
     disableSignups: e.DISABLE_SIGNUPS,
+    notifySecret: e.NOTIFY_SECRET,
   };
 }

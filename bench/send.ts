@@ -167,6 +167,7 @@ async function main(): Promise<void> {
     let done = 0;
     let lastOk = 0;
     const loadBefore = os.loadavg()[0]!;
+    const cpuBefore = process.cpuUsage();
     const wallStart = Date.now();
     const start = performance.now();
     // Both rates over time, to see whether delivery keeps pace while the API is busy and after.
@@ -210,6 +211,8 @@ async function main(): Promise<void> {
     const arrived: SmtpMessage | undefined = sink.messages[expected.size - 1];
     const deliveredS = arrived ? (arrived.receivedAt.getTime() - wallStart) / 1000 : NaN;
     clearInterval(progress);
+    const cpu = process.cpuUsage(cpuBefore);
+    const cpuS = (cpu.user + cpu.system) / 1e6;
 
     // Rows are marked SENT by a second activity just after the relay accepts; give them a moment.
     const rowCounts = async () => {
@@ -238,7 +241,8 @@ async function main(): Promise<void> {
     const unexpected = [...seen.keys()].filter((id) => !expected.has(id)).length;
     const sent = rows.get('SENT') ?? 0;
     const totalRows = [...rows.values()].reduce((a, b) => a + b, 0);
-    const errors = requests - (statuses.get('200') ?? 0);
+    // Requests never sent because of Ctrl-C are not errors; the check fails on them anyway.
+    const errors = done - (statuses.get('200') ?? 0);
     const checkOk =
       !interrupted && errors === 0 && expected.size === opts.n && once === opts.n && duplicated === 0 && unexpected === 0 &&
       unsigned === 0 && sink.messages.length === opts.n && sent === opts.n && totalRows === opts.n;
@@ -248,7 +252,7 @@ async function main(): Promise<void> {
     const rate = (count: number, s: number) => (count / s).toFixed(0);
     const lines = [
       '',
-      `Tidings send bench: POST /v1/send, N=${opts.n} emails in ${requests} requests (${opts.perRequest} recipient(s) each), concurrency ${opts.concurrency} keep-alive clients`,
+      `Tidings send bench: POST /v1/send, N=${opts.n} emails in ${requests} requests (${opts.perRequest} recipient(s) each), concurrency ${opts.concurrency} keep-alive clients${interrupted ? ` (interrupted after ${done} requests)` : ''}`,
       `  environment   ${environmentLine(db.serverVersion)}`,
       `  load average  ${loadBefore.toFixed(1)} before, ${os.loadavg()[0]!.toFixed(1)} after (1-minute; other work on the machine skews the figures)`,
       `  setup         one Node process runs the load generator, the API (createApp, LOG_LEVEL=${LOG_LEVEL}), the Temporal worker (default options), the DNS server and the SMTP sink;`,
@@ -258,6 +262,7 @@ async function main(): Promise<void> {
       `  accepted      ${expected.size} emails in ${acceptedS.toFixed(2)} s: ${rate(expected.size, acceptedS)} emails/s, ${rate(statuses.get('200') ?? 0, acceptedS)} requests/s at the API (until the last 200)`,
       `  latency       p50 ${ms(percentile(sorted, 50))}   p95 ${ms(percentile(sorted, 95))}   p99 ${ms(percentile(sorted, 99))}   max ${ms(sorted[sorted.length - 1] ?? NaN)}`,
       `  delivered     ${arrived ? `${expected.size} emails in ${deliveredS.toFixed(2)} s: ${rate(expected.size, deliveredS)} emails/s at the sink (first request to last message)` : `only ${sink.messages.length} of ${expected.size} arrived`}`,
+      `  cpu           this process (load generator, API, worker, sink) used ${cpuS.toFixed(1)} CPU-s until the last delivery: ${((1000 * cpuS) / Math.max(1, expected.size)).toFixed(1)} ms per email`,
       `  errors        ${errors}${statuses.size > 1 ? ` (${[...statuses].map(([k, v]) => `${k}: ${v}`).join(', ')})` : ''}${firstErrors.map((e) => `\n                ${e}`).join('')}`,
       `  check         ${checkOk ? 'OK' : 'FAILED'}: ${once}/${opts.n} emails at the sink exactly once by Message-ID (${duplicated} duplicated, ${unexpected} unexpected, ${unsigned} not signed for ${DOMAIN}); ${sent}/${opts.n} emails rows SENT (${[...rows].map(([k, v]) => `${k} ${v}`).join(', ')})`,
       '',

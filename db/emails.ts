@@ -18,6 +18,8 @@ export type EmailStatus =
 export type EmailSource = 'transactional' | 'campaign' | 'workflow';
 
 export interface NewEmail {
+  /** Chosen by the caller when the body must know it (tracking links); generated otherwise. */
+  id?: string;
   projectId: string;
   contactId: string;
   domainId: string;
@@ -48,7 +50,7 @@ export async function createAttachmentSet(em: EntityManager, projectId: string, 
 
 /** Writes QUEUED rows; their ids exist before any SMTP call, which is what makes retries safe. */
 export async function insertEmails(em: EntityManager, emails: NewEmail[]): Promise<string[]> {
-  const ids = emails.map(() => randomUUID());
+  const ids = emails.map((e) => e.id ?? randomUUID());
   const rows = emails.map((e, i) => ({
     id: ids[i],
     project_id: e.projectId,
@@ -93,7 +95,7 @@ export async function insertEmailOnce(em: EntityManager, email: NewEmail, source
      values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?)
      on conflict (project_id, source_key) where source_key is not null do nothing returning id`,
     [
-      randomUUID(), email.projectId, email.contactId, email.domainId, email.templateId, email.source, email.marketing,
+      email.id ?? randomUUID(), email.projectId, email.contactId, email.domainId, email.templateId, email.source, email.marketing,
       email.toEmail, email.toName, email.fromEmail, email.fromName, email.replyTo, email.subject, email.body,
       JSON.stringify(email.headers), email.attachmentSetId, sourceKey,
     ],
@@ -156,13 +158,18 @@ export async function markEmailSending(em: EntityManager, id: string): Promise<v
   await query(em, `update emails set status = 'SENDING', updated_at = now() where id = ? and status in ('QUEUED','SENDING')`, [id]);
 }
 
-/** SENT once, with its `email.sent` event; a repeat (a retried activity) changes nothing. */
+/**
+ * SENT once, with its `email.sent` event; a repeat (a retried activity) changes nothing. An open
+ * or a delivery notification may already have moved the status on (they can arrive before this
+ * runs): then only sent_at and the event are written.
+ */
 export async function markEmailSent(em: EntityManager, id: string, smtpResponse: string): Promise<boolean> {
   return em.transactional(async (tx) => {
     const row = await queryOne<{ project_id: string; contact_id: string | null }>(
       tx,
-      `update emails set status = 'SENT', smtp_response = ?, sent_at = now(), updated_at = now()
-       where id = ? and status in ('QUEUED','SENDING') returning project_id, contact_id`,
+      `update emails set status = case when status in ('QUEUED','SENDING') then 'SENT' else status end,
+         smtp_response = ?, sent_at = now(), updated_at = now()
+       where id = ? and sent_at is null and status <> 'FAILED' returning project_id, contact_id`,
       [smtpResponse, id],
     );
     if (!row) return false;

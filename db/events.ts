@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { JsonValue } from './entities/contact';
 import { newId } from './ids';
 import { type CursorPage, keysetPage } from './paging';
+import { segmentsUsingEvent } from './segments';
 import { query, queryOne } from './sql';
 import { type EventWorkflowUsage, workflowsUsingEvent } from './workflows';
 
@@ -133,13 +134,14 @@ export async function eventStats(em: EntityManager, projectId: string): Promise<
 
 export interface EventUsage extends EventWorkflowUsage {
   eventName: string;
-  /** Segment filters on `event.<name>`; segments are not built yet, so always empty for now. */
+  /** Segments with a filter on `event.<name>`. */
   segments: { id: string; name: string }[];
 }
 
 /** Where a name is referenced. It need not have been tracked: a workflow may wait for it first. */
 export async function eventUsage(em: EntityManager, projectId: string, name: string): Promise<EventUsage> {
-  return { eventName: name, ...(await workflowsUsingEvent(em, projectId, name)), segments: [] };
+  const [workflows, segments] = await Promise.all([workflowsUsingEvent(em, projectId, name), segmentsUsingEvent(em, projectId, name)]);
+  return { eventName: name, ...workflows, segments };
 }
 
 const DELETE_BATCH = 5000;

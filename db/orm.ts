@@ -4,6 +4,10 @@ import { entities } from './entities';
 import { Migration20261125000000_initial } from './migrations/Migration20261125000000_initial';
 import { Migration20261125010000_sending } from './migrations/Migration20261125010000_sending';
 import { Migration20261125020000_workflows } from './migrations/Migration20261125020000_workflows';
+import { Migration20261125030000_segments } from './migrations/Migration20261125030000_segments';
+import { Migration20261125040000_campaigns } from './migrations/Migration20261125040000_campaigns';
+import { Migration20261125050000_tracking } from './migrations/Migration20261125050000_tracking';
+import { Migration20261125060000_analytics } from './migrations/Migration20261125060000_analytics';
 
 export type Orm = MikroORM;
 
@@ -12,6 +16,10 @@ const migrationsList = [
   { name: 'Migration20261125000000_initial', class: Migration20261125000000_initial },
   { name: 'Migration20261125010000_sending', class: Migration20261125010000_sending },
   { name: 'Migration20261125020000_workflows', class: Migration20261125020000_workflows },
+  { name: 'Migration20261125030000_segments', class: Migration20261125030000_segments },
+  { name: 'Migration20261125040000_campaigns', class: Migration20261125040000_campaigns },
+  { name: 'Migration20261125050000_tracking', class: Migration20261125050000_tracking },
+  { name: 'Migration20261125060000_analytics', class: Migration20261125060000_analytics },
 ];
 
 export function ormOptions(databaseUrl: string, overrides: Partial<Options> = {}): Options {

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError, validationError } from '../errors';
 import type { AttachmentFile } from '../mail/compose';
@@ -23,6 +24,8 @@ export interface SendRequest {
   subscribed?: boolean;
   headers?: Record<string, string>;
   attachments?: AttachmentFile[];
+  /** Open and click tracking; defaults to on for MARKETING templates, off otherwise. */
+  tracking?: boolean;
 }
 
 export interface QueuedEmail {
@@ -55,6 +58,7 @@ export async function queueSend(em: EntityManager, ctx: SendContext, req: SendRe
   const domainId = await requireVerifiedSender(em, ctx.projectId, from.email);
   const content = compileContent(subject!, body!);
   const marketing = template?.type === 'MARKETING';
+  const tracked = req.tracking ?? marketing;
 
   const attachments = req.attachments ?? [];
   const size = Buffer.byteLength(body!) + attachments.reduce((n, a) => n + a.content.length, 0);
@@ -73,14 +77,18 @@ export async function queueSend(em: EntityManager, ctx: SendContext, req: SendRe
       subscribedWhenNew: false,
     });
     await recordSubscriptionChange(em, ctx.projectId, up.contact.id, up.previousSubscribed, up.contact.subscribed);
+    // Chosen before rendering: tracked links and the open pixel carry it.
+    const id = randomUUID();
     const rendered = renderForContact(content, up.contact, {
       extra: up.transient,
       publicUrl: ctx.publicUrl,
       linkSecret: ctx.linkSecret,
       marketing,
       headers: req.headers,
+      tracking: tracked ? { emailId: id } : undefined,
     });
     emails.push({
+      id,
       projectId: ctx.projectId,
       contactId: up.contact.id,
       domainId,

@@ -4,8 +4,9 @@ import { AppError } from '../errors';
 import type { DomainCheckOutcome } from './activities/domains';
 import { workflowIds } from './ids';
 import { checkDomainNowUpdate, trackedEventSignal, type TrackedEventMessage } from './messages';
-import { ContactIdKey, ProjectIdKey, TidingsWorkflowIdKey } from './search-attributes';
-import type { deleteContactField, domainVerification, journey, JourneyInput, sendEmails } from './workflows';
+import { CampaignIdKey, ContactIdKey, ProjectIdKey, TidingsWorkflowIdKey } from './search-attributes';
+import { campaignScheduleSignal, type CampaignTuning, DEFAULT_CAMPAIGN_TUNING } from './workflows/campaign';
+import type { campaign, deleteContactField, domainVerification, journey, JourneyInput, sendEmails } from './workflows';
 
 export interface TemporalSettings {
   address: string;
@@ -116,6 +117,57 @@ export class TemporalGateway {
     } catch (err) {
       if ((err as Error).name !== 'WorkflowNotFoundError') throw err;
     }
+  }
+
+  /**
+   * Starts the campaign's workflow, or (already running: a SCHEDULED campaign whose time moved)
+   * tells it the new time. Called inside the transaction that changes the campaign's row.
+   */
+  async startCampaign(
+    input: { projectId: string; campaignId: string; scheduledFor: string | null },
+    tuning: Partial<CampaignTuning> = {},
+  ): Promise<void> {
+    await this.client.workflow.signalWithStart<typeof campaign, [{ scheduledFor: string | null }]>('campaign', {
+      taskQueue: this.taskQueue,
+      workflowId: workflowIds.campaign(input.campaignId),
+      args: [
+        {
+          ...input,
+          tuning: { ...DEFAULT_CAMPAIGN_TUNING, ...tuning },
+          maxRetryIntervalSeconds: this.config.sendRetryMaxIntervalSeconds,
+        },
+      ],
+      signal: campaignScheduleSignal,
+      signalArgs: [{ scheduledFor: input.scheduledFor }],
+      typedSearchAttributes: [
+        { key: ProjectIdKey, value: input.projectId },
+        { key: CampaignIdKey, value: input.campaignId },
+      ],
+    });
+  }
+
+  /** Requests cancellation; the workflow stops its batch and records CANCELLED itself. */
+  async cancelCampaign(campaignId: string): Promise<void> {
+    try {
+      await this.client.workflow.getHandle(workflowIds.campaign(campaignId)).cancel();
+    } catch (err) {
+      if ((err as Error).name !== 'WorkflowNotFoundError') throw err;
+    }
+  }
+
+  /**
+   * Recomputes a tracked dynamic segment and returns the diff; entry/exit events are delivered by a
+   * child workflow afterwards. A second request while one runs joins it.
+   */
+  async computeSegment(projectId: string, segmentId: string): Promise<{ added: number; removed: number; total: number }> {
+    const handle = await this.client.workflow.start<typeof import('./workflows').segmentCompute>('segmentCompute', {
+      taskQueue: this.taskQueue,
+      workflowId: workflowIds.segmentCompute(segmentId),
+      workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+      args: [{ projectId, segmentId }],
+      typedSearchAttributes: [{ key: ProjectIdKey, value: projectId }],
+    });
+    return handle.result();
   }
 
   async healthy(): Promise<boolean> {

@@ -9,4 +9,8 @@ export const workflowIds = {
   sendEmails: (firstEmailId: string) => `send:${firstEmailId}`,
   /** One per (workflow, contact, entry): the execution row's id already says which. */
   journey: (executionId: string) => `journey:${executionId}`,
+  /** One compute of a segment at a time; its event delivery is `<this id>:events:<first event id>`. */
+  segmentCompute: (segmentId: string) => `segment-compute:${segmentId}`,
+  /** One per campaign, from its scheduled time to its last email. */
+  campaign: (campaignId: string) => `campaign:${campaignId}`,
 };

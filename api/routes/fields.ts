@@ -1,8 +1,10 @@
 import { z } from 'zod';
 import { fieldValues, listFields, requireCustomField } from '../../db/fields';
+import { fieldUsage } from '../../db/segments';
 import type { AppDeps } from '../context';
 import type { RouteRegistry } from '../routing';
 import { deleteFieldResponse, fieldDescriptor, fieldParams, fieldValuesQuery, fieldValuesResponse } from '../schemas/contacts';
+import { fieldUsageResponse } from '../schemas/segments';
 
 export function registerFieldRoutes(api: RouteRegistry, deps: AppDeps): void {
   api.add({
@@ -25,6 +27,17 @@ export function registerFieldRoutes(api: RouteRegistry, deps: AppDeps): void {
     query: fieldValuesQuery,
     response: fieldValuesResponse,
     handler: ({ scope, project, params, query }) => fieldValues(scope.em, project.id, params.field, query.limit),
+  });
+
+  api.add({
+    method: 'get',
+    path: '/contacts/fields/:field/usage',
+    tag: 'Contact fields',
+    summary: 'Segments, campaigns and workflow CONDITION steps that reference the field',
+    auth: 'secret',
+    params: fieldParams,
+    response: fieldUsageResponse,
+    handler: ({ scope, project, params }) => fieldUsage(scope.em, project.id, params.field),
   });
 
   api.add({

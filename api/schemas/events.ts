@@ -70,7 +70,7 @@ export const eventUsageResponse = z.object({
   conditionSteps: z
     .array(z.object({ ...workflowRef, stepId: z.string(), stepName: z.string().nullable(), field: z.string(), operator: z.string() }))
     .describe('CONDITION steps testing event.<name>'),
-  segments: z.array(z.object({ id: z.string(), name: z.string() })).describe('Segment filters on event.<name> (none until segments exist)'),
+  segments: z.array(z.object({ id: z.string(), name: z.string() })).describe('Segments with a filter on event.<name>'),
 });
 
 export const deleteEventsResponse = z.object({

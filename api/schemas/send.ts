@@ -61,6 +61,10 @@ export const sendBody = z
     subscribed: z.boolean().optional().describe('New contacts default to false; omitted keeps an existing contact\'s state'),
     headers: z.record(headerName, headerValue).optional(),
     attachments: z.array(attachment).max(10, 'At most 10 attachments').optional(),
+    tracking: z
+      .boolean()
+      .optional()
+      .describe('Open and click tracking (pixel, rewritten links); default: on for MARKETING templates, off otherwise'),
   })
   .superRefine((b, ctx) => {
     if (!b.template) {

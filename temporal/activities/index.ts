@@ -2,10 +2,12 @@ import type { Config } from '../../config';
 import type { Orm } from '../../db/orm';
 import type { DnsLookup } from '../../mail/dns';
 import type { Mailer } from '../../mail/transport';
+import { createCampaignActivities } from './campaigns';
 import { createConditionActivities } from './conditions';
 import { createContactFieldActivities } from './contact-fields';
 import { createDomainActivities } from './domains';
 import { createJourneyActivities } from './journeys';
+import { createSegmentActivities } from './segments';
 import { createSendActivities } from './send';
 import { createWebhookActivities } from './webhooks';
 
@@ -25,6 +27,8 @@ export function createActivities(deps: ActivityDeps) {
     ...createJourneyActivities(deps),
     ...createConditionActivities(deps),
     ...createWebhookActivities(deps),
+    ...createSegmentActivities(deps),
+    ...createCampaignActivities(deps),
   };
 }
 

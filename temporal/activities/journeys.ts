@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Config } from '../../config';
 import { getContact, updateContact } from '../../db/contacts';
@@ -48,15 +49,20 @@ export function createJourneyActivities({ orm, config }: { orm: Orm; config: Con
       if (marketing && !contact.subscribed && input.recipient.type === 'CONTACT') return { skipped: 'unsubscribed' };
       if (!template.from) throw ApplicationFailure.nonRetryable(`Template ${template.id} has no sender`, 'TemplateHasNoSender');
       const domainId = await permanent(requireVerifiedSender(em, input.projectId, template.from));
+      // Tracked links carry the id. A retry renders with a new one but gets the row (and the body
+      // rendered with its id) that the first attempt wrote.
+      const id = randomUUID();
       const rendered = renderForContact(compileContent(template.subject, template.body), contact, {
         extra: input.context,
         publicUrl: config.publicUrl,
         linkSecret: await secret(),
         marketing,
+        tracking: marketing ? { emailId: id } : undefined,
       });
       const emailId = await insertEmailOnce(
         em,
         {
+          id,
           projectId: input.projectId,
           contactId: contact.id,
           domainId,

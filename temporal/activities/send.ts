@@ -2,11 +2,14 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { loadDomainKeys } from '../../db/domains';
 import { loadEmailForDelivery, markEmailFailed, markEmailSending, markEmailSent } from '../../db/emails';
 import type { Orm } from '../../db/orm';
+import { isEmailSuppressed, SUPPRESSED_ERROR } from '../../db/suppressions';
 import { composeMessage } from '../../mail/compose';
 import { dkimKeyObject } from '../../mail/dkim';
 import { type Mailer, SmtpError } from '../../mail/transport';
 
-export type DeliveryOutcome = { delivered: true; smtpResponse: string } | { delivered: false; reason: 'already_sent' | 'missing' };
+export type DeliveryOutcome =
+  | { delivered: true; smtpResponse: string }
+  | { delivered: false; reason: 'already_sent' | 'missing' | 'suppressed' };
 
 export function createSendActivities({ orm, mailer }: { orm: Orm; mailer: Mailer }) {
   return {
@@ -25,11 +28,17 @@ export function createSendActivities({ orm, mailer }: { orm: Orm; mailer: Mailer
         return { delivered: false, reason: 'missing' };
       }
       if (found.status !== 'QUEUED' && found.status !== 'SENDING') return { delivered: false, reason: 'already_sent' };
+      // A hard-bounced or complaining address (db/suppressions.ts) is never handed to the relay.
+      if (await isEmailSuppressed(em, emailId)) {
+        await markEmailFailed(em, emailId, SUPPRESSED_ERROR);
+        return { delivered: false, reason: 'suppressed' };
+      }
       const keys = found.domainId ? await loadDomainKeys(em, found.domainId) : undefined;
       const dkim = keys && { domainName: keys.domain, keySelector: keys.selector, privateKey: dkimKeyObject(keys.privateKeyPem) };
       await markEmailSending(em, emailId);
       try {
-        const result = await mailer.send(composeMessage(found.email, dkim));
+        const beat = setInterval(() => Context.current().heartbeat(), 5_000);
+        const result = await mailer.send(composeMessage(found.email, dkim)).finally(() => clearInterval(beat));
         return { delivered: true, smtpResponse: result.response };
       } catch (err) {
         if (err instanceof SmtpError && err.permanent) {

@@ -3,3 +3,5 @@ export { deleteContactField } from './delete-contact-field';
 export { domainVerification } from './domain-verification';
 export { sendEmails } from './send-emails';
 export { journey, type JourneyInput } from './journey';
+export { segmentCompute, segmentEventDelivery } from './segment-compute';
+export { campaign, type CampaignInput } from './campaign';

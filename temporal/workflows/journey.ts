@@ -1,4 +1,4 @@
-import { CancellationScope, isCancellation, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import { CancellationScope, isCancellation, setHandler, TemporalFailure, upsertSearchAttributes } from '@temporalio/workflow';
 import type { Branch, GraphStep, JourneyGraph, UserStepType } from '../../db/workflow-steps';
 import { type TrackedEventMessage, trackedEventSignal } from '../messages';
 import { CurrentStepKey, WaitingForEventKey } from '../search-attributes';
@@ -71,7 +71,7 @@ export async function journey(input: JourneyInput): Promise<void> {
       journeyActivities.finishExecution({
         executionId: input.executionId,
         status: cancelled ? 'CANCELLED' : 'FAILED',
-        ...(cancelled ? {} : { error: err instanceof Error ? err.message : String(err) }),
+        ...(cancelled ? {} : { error: rootMessage(err) }),
       }),
     );
     throw err;
@@ -81,4 +81,11 @@ export async function journey(input: JourneyInput): Promise<void> {
       { key: WaitingForEventKey, value: null },
     ]);
   }
+}
+
+/** A failed activity arrives wrapped ("Activity task failed"); the reason is at the end of the cause chain. */
+function rootMessage(err: unknown): string {
+  let e = err;
+  while (e instanceof TemporalFailure && e.cause) e = e.cause;
+  return e instanceof Error ? e.message : String(e);
 }

@@ -1,5 +1,6 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
+import { deliveryOptions } from './delivery-options';
 
 export interface SendEmailsInput {
   emailIds: string[];
@@ -12,15 +13,7 @@ export interface SendEmailsInput {
  * backoff for as long as it takes; a 5xx reply is final (the activity marks the email FAILED).
  */
 export async function sendEmails(input: SendEmailsInput): Promise<void> {
-  const { deliverEmail } = proxyActivities<Activities>({
-    startToCloseTimeout: '2 minutes',
-    retry: {
-      initialInterval: '1 second',
-      backoffCoefficient: 2,
-      maximumInterval: `${input.maxRetryIntervalSeconds} seconds`,
-      nonRetryableErrorTypes: ['SmtpPermanentError'],
-    },
-  });
+  const { deliverEmail } = proxyActivities<Activities>(deliveryOptions(input.maxRetryIntervalSeconds));
   const { recordEmailSent } = proxyActivities<Activities>({
     startToCloseTimeout: '30 seconds',
     retry: { initialInterval: '1 second', maximumInterval: '1 minute' },

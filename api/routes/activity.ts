@@ -1,0 +1,87 @@
+import { activityStats, activityTypes, listActivity, recentActivityCount, upcomingActivity } from '../../db/activity';
+import type { AppDeps } from '../context';
+import type { RouteRegistry } from '../routing';
+import {
+  activitySchema,
+  activityStatsQuery,
+  activityStatsResponse,
+  activityTypesResponse,
+  listActivityQuery,
+  recentCountQuery,
+  recentCountResponse,
+  toInstant,
+  upcomingQuery,
+  upcomingResponse,
+} from '../schemas/activity';
+import { cursorPage } from '../schemas/common';
+
+const range = (q: { from?: string; to?: string }) => ({
+  from: q.from === undefined ? undefined : toInstant(q.from),
+  to: q.to === undefined ? undefined : toInstant(q.to),
+});
+
+/** The feed and its aggregates: a read-only view over events, workflow executions and campaigns (db/activity.ts). */
+export function registerActivityRoutes(api: RouteRegistry, _deps: AppDeps): void {
+  api.add({
+    method: 'get',
+    path: '/activity',
+    tag: 'Activity',
+    summary: 'Activity feed, newest first (cursor pagination; filter by `type`, `contactId`, `from`/`to`)',
+    auth: 'secret',
+    query: listActivityQuery,
+    response: cursorPage(activitySchema),
+    handler: ({ scope, project, query }) =>
+      listActivity(scope.em, project.id, {
+        limit: query.limit,
+        cursor: query.cursor,
+        types: query.type,
+        contactId: query.contactId,
+        ...range(query),
+      }),
+  });
+
+  api.add({
+    method: 'get',
+    path: '/activity/stats',
+    tag: 'Activity',
+    summary: 'Activity counts: in all, last 24 hours, last 7 days, and per type (same filters as the feed)',
+    auth: 'secret',
+    query: activityStatsQuery,
+    response: activityStatsResponse,
+    handler: ({ scope, project, query }) =>
+      activityStats(scope.em, project.id, { types: query.type, contactId: query.contactId, ...range(query) }),
+  });
+
+  api.add({
+    method: 'get',
+    path: '/activity/recent-count',
+    tag: 'Activity',
+    summary: 'Activity in the last `minutes` (default 5), for a live indicator',
+    auth: 'secret',
+    query: recentCountQuery,
+    response: recentCountResponse,
+    handler: ({ scope, project, query }) =>
+      recentActivityCount(scope.em, project.id, { minutes: query.minutes, types: query.type, contactId: query.contactId }),
+  });
+
+  api.add({
+    method: 'get',
+    path: '/activity/types',
+    tag: 'Activity',
+    summary: 'Distinct activity types that occur in the project',
+    auth: 'secret',
+    response: activityTypesResponse,
+    handler: async ({ scope, project }) => ({ types: await activityTypes(scope.em, project.id) }),
+  });
+
+  api.add({
+    method: 'get',
+    path: '/activity/upcoming',
+    tag: 'Activity',
+    summary: 'Scheduled campaigns and waiting workflow executions',
+    auth: 'secret',
+    query: upcomingQuery,
+    response: upcomingResponse,
+    handler: ({ scope, project, query }) => upcomingActivity(scope.em, project.id, query.limit),
+  });
+}

@@ -1,0 +1,185 @@
+import { z } from 'zod';
+import {
+  campaignStats,
+  checkSegment,
+  createCampaign,
+  deleteCampaign,
+  duplicateCampaign,
+  getCampaign,
+  listCampaigns,
+  markCampaignCancelled,
+  markCampaignForSending,
+  queueTestEmail,
+  replaceCampaign,
+} from '../../db/campaigns';
+import { requireVerifiedSender } from '../../db/domains';
+import type { AppDeps } from '../context';
+import type { RouteRegistry } from '../routing';
+import { cursorPage, idParams } from '../schemas/common';
+import {
+  campaignListQuery,
+  campaignSchema,
+  campaignStatsSchema,
+  createCampaignBody,
+  replaceCampaignBody,
+  sendCampaignBody,
+  testCampaignBody,
+  testSendResponse,
+} from '../schemas/campaigns';
+
+/**
+ * Campaigns. Every change that involves the campaign's workflow (send, reschedule, cancel) writes
+ * the row and calls Temporal in one transaction, Temporal last: if Temporal refuses, the row rolls
+ * back and the client can retry; the workflow's own first step waits on the row lock.
+ */
+export function registerCampaignRoutes(api: RouteRegistry, deps: AppDeps): void {
+  api.add({
+    method: 'get',
+    path: '/campaigns',
+    tag: 'Campaigns',
+    summary: 'List campaigns, newest first (cursor pagination), each with its stats',
+    auth: 'secret',
+    query: campaignListQuery,
+    response: cursorPage(campaignSchema),
+    handler: ({ scope, project, query }) => listCampaigns(scope.em, project.id, query),
+  });
+
+  api.add({
+    method: 'post',
+    path: '/campaigns',
+    tag: 'Campaigns',
+    summary: 'Create a campaign in DRAFT (`from` must be on a verified domain; segmentId null = all subscribed contacts)',
+    auth: 'secret',
+    body: createCampaignBody,
+    response: campaignSchema,
+    status: 201,
+    handler: async ({ scope, project, body }) => {
+      await requireVerifiedSender(scope.em, project.id, body.from);
+      await checkSegment(scope.em, project.id, body.segmentId);
+      return createCampaign(scope.em, project.id, body);
+    },
+  });
+
+  api.add({
+    method: 'get',
+    path: '/campaigns/:id',
+    tag: 'Campaigns',
+    summary: 'Get a campaign with its stats',
+    auth: 'secret',
+    params: idParams,
+    response: campaignSchema,
+    handler: ({ scope, project, params }) => getCampaign(scope.em, project.id, params.id),
+  });
+
+  api.add({
+    method: 'put',
+    path: '/campaigns/:id',
+    tag: 'Campaigns',
+    summary: 'Replace a DRAFT or SCHEDULED campaign (409 otherwise); `scheduledFor` moves a SCHEDULED one',
+    auth: 'secret',
+    params: idParams,
+    body: replaceCampaignBody,
+    response: campaignSchema,
+    handler: async ({ scope, project, params, body }) => {
+      await requireVerifiedSender(scope.em, project.id, body.from);
+      await checkSegment(scope.em, project.id, body.segmentId);
+      return scope.em.transactional(async (tx) => {
+        const { campaign, rescheduledTo } = await replaceCampaign(tx, project.id, params.id, body);
+        if (rescheduledTo) await deps.temporal.startCampaign({ projectId: project.id, campaignId: campaign.id, scheduledFor: rescheduledTo });
+        return campaign;
+      });
+    },
+  });
+
+  api.add({
+    method: 'delete',
+    path: '/campaigns/:id',
+    tag: 'Campaigns',
+    summary: 'Delete a campaign (409 while it is SCHEDULED or SENDING: cancel it first)',
+    auth: 'secret',
+    params: idParams,
+    response: z.object({ id: z.string(), deleted: z.literal(true) }),
+    handler: async ({ scope, project, params }) => {
+      await deleteCampaign(scope.em, project.id, params.id);
+      return { id: params.id, deleted: true as const };
+    },
+  });
+
+  api.add({
+    method: 'post',
+    path: '/campaigns/:id/duplicate',
+    tag: 'Campaigns',
+    summary: 'Copy a campaign (any state) into a new DRAFT; the original is unchanged',
+    auth: 'secret',
+    params: idParams,
+    response: campaignSchema,
+    status: 201,
+    handler: ({ scope, project, params }) => duplicateCampaign(scope.em, project.id, params.id),
+  });
+
+  api.add({
+    method: 'post',
+    path: '/campaigns/:id/send',
+    tag: 'Campaigns',
+    summary: 'Send a DRAFT now (→ SENDING) or at a future `scheduledFor` (→ SCHEDULED); 422 with no recipients or a past time',
+    auth: 'secret',
+    params: idParams,
+    body: sendCampaignBody,
+    response: campaignSchema,
+    handler: ({ scope, project, params, body }) =>
+      scope.em.transactional(async (tx) => {
+        const campaign = await markCampaignForSending(tx, project.id, params.id, body.scheduledFor);
+        await requireVerifiedSender(tx, project.id, campaign.from);
+        await deps.temporal.startCampaign({ projectId: project.id, campaignId: campaign.id, scheduledFor: campaign.scheduledFor });
+        return campaign;
+      }),
+  });
+
+  api.add({
+    method: 'post',
+    path: '/campaigns/:id/cancel',
+    tag: 'Campaigns',
+    summary: 'Cancel a SCHEDULED or SENDING campaign (→ CANCELLED; a running send stops within about a tenth of a second)',
+    auth: 'secret',
+    params: idParams,
+    response: campaignSchema,
+    handler: ({ scope, project, params }) =>
+      scope.em.transactional(async (tx) => {
+        const campaign = await markCampaignCancelled(tx, project.id, params.id);
+        await deps.temporal.cancelCampaign(campaign.id);
+        return campaign;
+      }),
+  });
+
+  api.add({
+    method: 'post',
+    path: '/campaigns/:id/test',
+    tag: 'Campaigns',
+    summary: 'Send one rendered copy to an address; the campaign, its recipients and stats do not change',
+    auth: 'secret',
+    params: idParams,
+    body: testCampaignBody,
+    response: testSendResponse,
+    status: 202,
+    handler: ({ scope, project, params, body }) =>
+      scope.em.transactional(async (tx) => {
+        const emailId = await queueTestEmail(tx, project.id, params.id, body.email, {
+          publicUrl: deps.config.publicUrl,
+          linkSecret: deps.linkSecret,
+        });
+        await deps.temporal.sendEmails(project.id, [emailId]);
+        return { emailId, email: body.email.toLowerCase(), status: 'QUEUED' as const };
+      }),
+  });
+
+  api.add({
+    method: 'get',
+    path: '/campaigns/:id/stats',
+    tag: 'Campaigns',
+    summary: 'Send, delivery, open, click, bounce, complaint and unsubscribe counts, and rates over emails sent',
+    auth: 'secret',
+    params: idParams,
+    response: campaignStatsSchema,
+    handler: ({ scope, project, params }) => campaignStats(scope.em, project.id, params.id),
+  });
+}

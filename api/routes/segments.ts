@@ -1,0 +1,152 @@
+import { z } from 'zod';
+import {
+  addStaticMembers,
+  createSegment,
+  deleteSegment,
+  getSegment,
+  listSegments,
+  refreshSegmentCount,
+  removeStaticMembers,
+  requireComputable,
+  segmentContacts,
+  updateSegment,
+} from '../../db/segments';
+import type { AppDeps } from '../context';
+import type { RouteRegistry } from '../routing';
+import { idParams } from '../schemas/common';
+import {
+  addMembersBody,
+  addMembersResponse,
+  computeResponse,
+  createSegmentBody,
+  refreshResponse,
+  removeMembersBody,
+  removeMembersResponse,
+  segmentContactsQuery,
+  segmentContactsResponse,
+  segmentSchema,
+  updateSegmentBody,
+} from '../schemas/segments';
+
+export function registerSegmentRoutes(api: RouteRegistry, deps: AppDeps): void {
+  api.add({
+    method: 'get',
+    path: '/segments',
+    tag: 'Segments',
+    summary: 'List all segments, newest first (no pagination; memberCount is the cached count)',
+    auth: 'secret',
+    response: z.array(segmentSchema),
+    handler: ({ scope, project }) => listSegments(scope.em, project.id),
+  });
+
+  api.add({
+    method: 'post',
+    path: '/segments',
+    tag: 'Segments',
+    summary: 'Create a segment: DYNAMIC needs a condition, STATIC rejects one (its members are added separately); counted at once',
+    auth: 'secret',
+    body: createSegmentBody,
+    response: segmentSchema,
+    status: 201,
+    handler: ({ scope, project, body }) => createSegment(scope.em, project.id, body),
+  });
+
+  api.add({
+    method: 'get',
+    path: '/segments/:id',
+    tag: 'Segments',
+    summary: 'Get a segment, with its cached memberCount',
+    auth: 'secret',
+    params: idParams,
+    response: segmentSchema,
+    handler: ({ scope, project, params }) => getSegment(scope.em, project.id, params.id),
+  });
+
+  api.add({
+    method: 'patch',
+    path: '/segments/:id',
+    tag: 'Segments',
+    summary: 'Update name, description, condition (DYNAMIC only; recounted) or trackMembership',
+    auth: 'secret',
+    params: idParams,
+    body: updateSegmentBody,
+    response: segmentSchema,
+    handler: ({ scope, project, params, body }) => updateSegment(scope.em, project.id, params.id, body),
+  });
+
+  api.add({
+    method: 'delete',
+    path: '/segments/:id',
+    tag: 'Segments',
+    summary: 'Delete a segment; 409 while a scheduled or sending campaign uses it',
+    auth: 'secret',
+    params: idParams,
+    response: z.object({ id: z.string(), deleted: z.literal(true) }),
+    handler: async ({ scope, project, params }) => {
+      await deleteSegment(scope.em, project.id, params.id);
+      return { id: params.id, deleted: true as const };
+    },
+  });
+
+  api.add({
+    method: 'get',
+    path: '/segments/:id/contacts',
+    tag: 'Segments',
+    summary: 'Members, newest contacts first (page-based); a DYNAMIC segment is evaluated now',
+    auth: 'secret',
+    params: idParams,
+    query: segmentContactsQuery,
+    response: segmentContactsResponse,
+    handler: ({ scope, project, params, query }) => segmentContacts(scope.em, project.id, params.id, query.page, query.pageSize),
+  });
+
+  api.add({
+    method: 'post',
+    path: '/segments/:id/members',
+    tag: 'Segments',
+    summary: 'Add contacts to a STATIC segment by email (createMissing creates unknown ones)',
+    auth: 'secret',
+    params: idParams,
+    body: addMembersBody,
+    response: addMembersResponse,
+    handler: ({ scope, project, params, body }) => addStaticMembers(scope.em, project.id, params.id, body),
+  });
+
+  api.add({
+    method: 'delete',
+    path: '/segments/:id/members',
+    tag: 'Segments',
+    summary: 'Remove contacts from a STATIC segment by email',
+    auth: 'secret',
+    params: idParams,
+    body: removeMembersBody,
+    response: removeMembersResponse,
+    handler: ({ scope, project, params, body }) => removeStaticMembers(scope.em, project.id, params.id, body.emails),
+  });
+
+  api.add({
+    method: 'post',
+    path: '/segments/:id/compute',
+    tag: 'Segments',
+    summary:
+      'Recompute the membership of a tracked DYNAMIC segment (a Temporal workflow): writes it, fires segment.<slug>.entry / .exit events, which trigger workflows',
+    auth: 'secret',
+    params: idParams,
+    response: computeResponse,
+    handler: async ({ scope, project, params }) => {
+      await requireComputable(scope.em, project.id, params.id);
+      return deps.temporal.computeSegment(project.id, params.id);
+    },
+  });
+
+  api.add({
+    method: 'post',
+    path: '/segments/:id/refresh',
+    tag: 'Segments',
+    summary: 'Refresh the cached member count only: no membership writes, no events',
+    auth: 'secret',
+    params: idParams,
+    response: refreshResponse,
+    handler: ({ scope, project, params }) => refreshSegmentCount(scope.em, project.id, params.id),
+  });
+}

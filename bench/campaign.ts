@@ -1,0 +1,262 @@
+/**
+ * Campaign benchmark: one campaign to N contacts (default 100,000), from POST /campaigns/:id/send to
+ * the last message at a local SMTP sink, against the sink's raw acceptance rate measured in the
+ * same run.
+ *
+ *   npx tsx bench/campaign.ts [--n 100000] [--raw 5000] [--throttle 1000000000]
+ *
+ * Set-up (bench/harness.ts, as bench/send.ts): a fresh database, an in-memory Temporal dev server,
+ * the test DNS server and SMTP sink, the API and a worker in this process (default worker options,
+ * default campaign tuning: batches of 500, 8 emails in flight), a project with a verified domain so
+ * every email is DKIM-signed. N contacts are inserted set-based (not through the API).
+ *
+ * "raw" is a nodemailer pool (mail/transport.ts createSmtpMailer, the worker's own pool settings)
+ * sending straight to the same sink, 8 messages in flight, each message like a campaign email:
+ * the same template rendered for a contact (with its tracking pixel and List-Unsubscribe headers),
+ * composed and DKIM-signed with the same cached key. It runs before and after the campaign; the
+ * mean of the two is the reference. "end to end" is N / (last message at the sink − the send
+ * request): it includes the audience snapshot, every batch's rendering, the email rows, the SENT
+ * marks and the Temporal round trips. SEND_THROTTLE_PER_SECOND is raised (--throttle) so the
+ * per-project throttle, still consulted for every chunk, does not limit the figure.
+ *
+ * The sink, the load, the API and the worker share one Node process, and all of it shares the
+ * machine with PostgreSQL and Temporal: the ratio says what the platform costs on top of SMTP here.
+ */
+import os from 'node:os';
+import { parseArgs } from 'node:util';
+import { randomUUID } from 'node:crypto';
+import { loadDomainKeys } from '../db/domains';
+import { compileContent, renderForContact } from '../db/email-content';
+import { newId } from '../db/ids';
+import { linkSigningSecret } from '../db/secrets';
+import { query, queryOne } from '../db/sql';
+import { composeMessage } from '../mail/compose';
+import { dkimKeyObject } from '../mail/dkim';
+import { createSmtpMailer } from '../mail/transport';
+import { DEFAULT_CAMPAIGN_TUNING } from '../temporal/workflows/campaign';
+import { cpuSnapshot, headersOf, interruption, type Stack, startStack, Teardown, verifiedDomain } from './harness';
+import { environmentLine, log, positiveInt } from './support';
+
+const DOMAIN = 'bench-campaign.test';
+const SUBJECT = 'News for {{first ?? "you"}}';
+const BODY =
+  '<html><body><h1>Hello {{first ?? "there"}}</h1><p>Our autumn update, number {{n}}.</p>' +
+  '<p><a href="https://example.org/read?id={{n}}">Read more</a></p><p><a href="{{unsubscribeUrl}}">Unsubscribe</a></p></body></html>';
+
+function options() {
+  const { values } = parseArgs({
+    options: {
+      n: { type: 'string', default: '100000' },
+      raw: { type: 'string', default: '5000' },
+      throttle: { type: 'string', default: '1000000000' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) {
+    process.stdout.write('Usage: npx tsx bench/campaign.ts [--n 100000] [--raw 5000] [--throttle 1000000000]\n');
+    process.exit(0);
+  }
+  return { n: positiveInt('n', values.n), raw: positiveInt('raw', values.raw), throttle: positiveInt('throttle', values.throttle) };
+}
+
+/** N contacts, 10,000 per statement: `user<i>@bench.example.org`, subscribed, with two data fields. */
+async function seedContacts(stack: Stack, n: number): Promise<void> {
+  const em = stack.orm.em.fork();
+  for (let from = 0; from < n; from += 10_000) {
+    const rows = [];
+    for (let i = from; i < Math.min(n, from + 10_000); i++) {
+      rows.push({ id: newId('cnt'), email: `user${i}@bench.example.org`, data: { first: `User${i}`, n: i } });
+    }
+    await query(
+      em,
+      `insert into contacts (id, project_id, email, subscribed, data)
+       select id, ?, email, true, data from jsonb_to_recordset(?::jsonb) as r(id text, email text, data jsonb)`,
+      [stack.project.id, JSON.stringify(rows)],
+    );
+  }
+}
+
+/**
+ * The raw reference: `count` campaign-like messages through a fresh pooled nodemailer transport,
+ * `inFlight` at a time. Messages are built ahead; the clock covers composing (nodemailer builds the
+ * MIME and signs it on send) and SMTP.
+ */
+async function rawRate(stack: Stack, domainId: string, count: number, inFlight: number): Promise<{ rate: number; cpuMs: number }> {
+  const em = stack.orm.em.fork();
+  const keys = (await loadDomainKeys(em, domainId))!;
+  const dkim = { domainName: keys.domain, keySelector: keys.selector, privateKey: dkimKeyObject(keys.privateKeyPem) };
+  const linkSecret = await linkSigningSecret(em, stack.config.jwtSecret);
+  const content = compileContent(SUBJECT, BODY);
+  const now = new Date().toISOString();
+  const emails = Array.from({ length: count }, (_, i) => {
+    const id = randomUUID();
+    const contact = { id: `cnt_raw${i}`, email: `raw${i}@bench.example.org`, subscribed: true, data: { first: `User${i}`, n: i }, createdAt: now, updatedAt: now };
+    const r = renderForContact(content, contact, {
+      extra: {},
+      publicUrl: stack.config.publicUrl,
+      linkSecret,
+      marketing: true,
+      tracking: { emailId: id },
+    });
+    return { id, toEmail: contact.email, toName: null, fromEmail: `news@${DOMAIN}`, fromName: 'Bench News', replyTo: null, ...r, attachments: [] };
+  });
+  const mailer = createSmtpMailer(stack.config.smtpUrl!);
+  const before = stack.sink.messages.length;
+  try {
+    const start = performance.now();
+    const cpu = process.cpuUsage();
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: inFlight }, async () => {
+        for (let i = next++; i < count; i = next++) await mailer.send(composeMessage(emails[i]!, dkim));
+      }),
+    );
+    const seconds = (performance.now() - start) / 1000;
+    const used = process.cpuUsage(cpu);
+    if (stack.sink.messages.length - before !== count) throw new Error('raw: the sink did not get every message');
+    return { rate: count / seconds, cpuMs: (used.user + used.system) / 1000 / count };
+  } finally {
+    mailer.close();
+    stack.sink.clear();
+  }
+}
+
+async function main(): Promise<void> {
+  const opts = options();
+  const teardown = new Teardown();
+  const signals = interruption();
+  try {
+    const stack = await startStack({
+      teardown,
+      checkpoint: signals.checkpoint,
+      concurrency: 4,
+      env: { SEND_THROTTLE_PER_SECOND: String(opts.throttle) },
+    });
+    const domainId = await verifiedDomain(stack, DOMAIN);
+    signals.checkpoint();
+    let t = performance.now();
+    await seedContacts(stack, opts.n);
+    log(`${opts.n} contacts inserted in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+    signals.checkpoint();
+
+    const inFlight = DEFAULT_CAMPAIGN_TUNING.concurrency;
+    const rawBefore = await rawRate(stack, domainId, opts.raw, inFlight);
+    log(`raw nodemailer pool → sink: ${rawBefore.rate.toFixed(0)} msg/s`);
+    signals.checkpoint();
+
+    const created = await stack.client.request('POST', '/campaigns', {
+      name: 'Bench',
+      subject: SUBJECT,
+      body: BODY,
+      from: `news@${DOMAIN}`,
+      fromName: 'Bench News',
+    });
+    if (created.status !== 201) throw new Error(`POST /campaigns: ${created.status} ${created.text}`);
+    const campaignId = (created.body as { id: string }).id;
+
+    const loadBefore = os.loadavg()[0]!;
+    const cpuBefore = cpuSnapshot(stack);
+    const wallStart = Date.now();
+    t = performance.now();
+    const sent = await stack.client.request('POST', `/campaigns/${campaignId}/send`, {});
+    if (sent.status !== 200) throw new Error(`POST /campaigns/:id/send: ${sent.status} ${sent.text}`);
+    const acceptMs = performance.now() - t;
+
+    let last = { at: Date.now(), count: 0 };
+    const progress = setInterval(() => {
+      const count = stack.sink.messages.length;
+      log(`${((Date.now() - wallStart) / 1000).toFixed(0)} s: ${count} delivered (+${((count - last.count) / ((Date.now() - last.at) / 1000)).toFixed(0)}/s)`);
+      last = { at: Date.now(), count };
+    }, 5_000);
+    teardown.add(async () => clearInterval(progress));
+    let lastCount = -1;
+    let lastProgress = Date.now();
+    while (!signals.interrupted && stack.sink.messages.length < opts.n && Date.now() - lastProgress < 60_000) {
+      if (stack.sink.messages.length !== lastCount) [lastCount, lastProgress] = [stack.sink.messages.length, Date.now()];
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    clearInterval(progress);
+    const messages = stack.sink.messages;
+    const lastAt = messages.length ? Math.max(...messages.slice(-1000).map((m) => m.receivedAt.getTime())) : NaN;
+    const firstAt = messages.length ? messages[0]!.receivedAt.getTime() : NaN;
+    const cpuAfter = cpuSnapshot(stack);
+    const loadAfter = os.loadavg()[0]!;
+
+    // The campaign's own end: SENT once its last mark is written.
+    const status = async () =>
+      (await queryOne<{ status: string; total: number; snapshot_ms: number | null }>(
+        stack.orm.em.fork(),
+        `select status, total_recipients as total,
+           extract(epoch from (snapshot_at - ?::timestamptz)) * 1000 as snapshot_ms
+         from campaigns where id = ?`,
+        [new Date(wallStart).toISOString(), campaignId],
+      ))!;
+    let c = await status();
+    for (const deadline = Date.now() + 30_000; !signals.interrupted && c.status !== 'SENT' && Date.now() < deadline; ) {
+      await new Promise((r) => setTimeout(r, 200));
+      c = await status();
+    }
+
+    // Checks: every contact exactly once (by recipient and by Message-ID), signed; rows agree.
+    const perRecipient = new Map<string, number>();
+    const ids = new Set<string>();
+    let unsigned = 0;
+    for (const m of messages) {
+      const to = m.envelope.to[0] ?? '';
+      perRecipient.set(to, (perRecipient.get(to) ?? 0) + 1);
+      const h = headersOf(m.raw);
+      if (h.messageId) ids.add(h.messageId);
+      if (h.dkimDomain !== DOMAIN) unsigned++;
+    }
+    const duplicated = [...perRecipient.values()].filter((v) => v > 1).length;
+    const rows = await query<{ status: string; n: string }>(
+      stack.orm.em.fork(),
+      'select status, count(*) as n from emails where campaign_id = ? group by status',
+      [campaignId],
+    );
+    const sentRows = Number(rows.find((r) => r.status === 'SENT')?.n ?? 0);
+    const checkOk =
+      !signals.interrupted && perRecipient.size === opts.n && duplicated === 0 && ids.size === opts.n && unsigned === 0 &&
+      messages.length === opts.n && sentRows === opts.n && c.status === 'SENT' && c.total === opts.n;
+
+    stack.sink.clear();
+    const rawAfter = signals.interrupted ? rawBefore : await rawRate(stack, domainId, opts.raw, inFlight);
+    const raw = (rawBefore.rate + rawAfter.rate) / 2;
+    const rawCpuMs = (rawBefore.cpuMs + rawAfter.cpuMs) / 2;
+
+    const e2eSeconds = (lastAt - wallStart) / 1000;
+    const e2e = opts.n / e2eSeconds;
+    const steady = (opts.n - 1) / ((lastAt - firstAt) / 1000);
+    const cpu = (k: 'node' | 'temporal' | 'postgres') => (cpuAfter[k] - cpuBefore[k]).toFixed(1);
+    const perEmail = (k: 'node' | 'temporal' | 'postgres') => (((cpuAfter[k] - cpuBefore[k]) * 1000) / opts.n).toFixed(2);
+    const lines = [
+      '',
+      `Tidings campaign bench: one campaign to N=${opts.n} contacts, API → Temporal → worker → SMTP sink`,
+      `  environment   ${environmentLine(stack.db.serverVersion)}`,
+      `  load average  ${loadBefore.toFixed(1)} before, ${loadAfter.toFixed(1)} after (1-minute; other work on the machine skews the figures)`,
+      `  setup         one Node process runs the API, the Temporal worker (default options), the DNS server and the SMTP sink;`,
+      `                PostgreSQL and the Temporal dev server (in-memory, headless) are separate processes on the same machine`,
+      `  campaign      batches of ${DEFAULT_CAMPAIGN_TUNING.batchSize}, ${inFlight} emails in flight, SEND_THROTTLE_PER_SECOND=${opts.throttle} (consulted, not limiting)`,
+      `  message       MARKETING: DKIM-signed (RSA-2048) HTML rendered per contact, click-tracked link and open pixel, List-Unsubscribe`,
+      `  send request  answered in ${acceptMs.toFixed(0)} ms (status SENDING); audience snapshot done ${c.snapshot_ms === null ? '?' : `${(Number(c.snapshot_ms) / 1000).toFixed(2)} s`} after it`,
+      `  end to end    ${opts.n} emails in ${e2eSeconds.toFixed(2)} s: ${e2e.toFixed(0)} emails/s (send request → last message at the sink)`,
+      `  steady        ${steady.toFixed(0)} emails/s (first → last message at the sink)`,
+      `  raw           ${raw.toFixed(0)} msg/s: nodemailer pool straight to the sink, ${inFlight} in flight (${rawBefore.rate.toFixed(0)} before, ${rawAfter.rate.toFixed(0)} after; ${opts.raw} messages each)`,
+      `  ratio         ${(e2e / raw).toFixed(2)} end to end / raw (${(steady / raw).toFixed(2)} steady / raw)`,
+      `  cpu           during the campaign: node ${cpu('node')} s, temporal ${cpu('temporal')} s, postgres ${cpu('postgres')} s (the server's, other databases' work included)`,
+      `  cpu per email campaign: node ${perEmail('node')} ms + postgres ${perEmail('postgres')} ms + temporal ${perEmail('temporal')} ms; raw: node ${rawCpuMs.toFixed(2)} ms (sink included in both)`,
+      `  check         ${checkOk ? 'OK' : 'FAILED'}: ${perRecipient.size}/${opts.n} recipients at the sink, ${duplicated} more than once, ${ids.size} distinct Message-IDs, ${unsigned} not signed for ${DOMAIN}; ${sentRows}/${opts.n} emails rows SENT (${rows.map((r) => `${r.status} ${r.n}`).join(', ')}); campaign ${c.status}, totalRecipients ${c.total}`,
+      '',
+    ];
+    process.stdout.write(lines.join('\n'));
+    if (!checkOk) process.exitCode = 1;
+  } finally {
+    await teardown.run();
+    signals.dispose();
+  }
+}
+
+main().catch((err: unknown) => {
+  log(err instanceof Error ? (err.stack ?? err.message) : String(err));
+  process.exitCode = 1;
+});

@@ -1,0 +1,317 @@
+/**
+ * The in-process service stack a bench needs to send mail through Temporal, torn down in reverse
+ * order however the run ends. It is bench/send.ts's set-up, taken apart so another bench can
+ * start the same thing (bench/workflows.ts uses it; bench/send.ts and bench/contacts.ts still
+ * carry their own copies: send.ts's would be startStack + verifiedDomain + headersOf, contacts.ts's
+ * freshDatabase + devTemporal + Teardown + interruption, keeping its API child process):
+ *
+ *  - a fresh database on the PostgreSQL server at BENCH_POSTGRES_ADMIN_URL (default
+ *    postgres://postgres@127.0.0.1:5432/postgres), migrated, dropped at the end;
+ *  - an in-memory, headless Temporal dev server on a free port (cli/temporal-server.ts);
+ *  - the test DNS server and SMTP sink (test/helpers), the relay every email goes to;
+ *  - in this process, wired as cli/start.ts wires them: the API (createApp) on a free port with
+ *    RATE_LIMIT_PER_MINUTE raised, and a Temporal worker with the orm, resolver and mailer
+ *    (temporal/worker.ts, default options; `workerOptions` swaps in a copy of it with options
+ *    changed, for experiments only);
+ *  - a project, a keep-alive JSON client with its secret key, and (verifiedDomain) a domain whose
+ *    DKIM/SPF/DMARC records are published in the DNS server and verified, so every email is signed.
+ *
+ * Also here: Ctrl-C/SIGTERM handling that stops set-up at the next step, the headers a bench
+ * checks on a raw message, and per-process CPU time (this process, the Temporal server, PostgreSQL).
+ */
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import type http from 'node:http';
+import { DefaultLogger, NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
+import pino from 'pino';
+import { createApp } from '../api/app';
+import { findTemporalCli, freePort, startTemporalDevServer, type DevServerHandle } from '../cli/temporal-server';
+import { type Config, loadConfig } from '../config';
+import type { Orm } from '../db/orm';
+import { createOrm, migrate } from '../db/orm';
+import { createProject, type ProjectWithKeys } from '../db/projects';
+import { linkSigningSecret } from '../db/secrets';
+import { createDnsLookup } from '../mail/dns';
+import { mailerFromConfig } from '../mail/mailer';
+import { type ActivityDeps, createActivities } from '../temporal/activities';
+import { TemporalGateway, type TemporalSettings } from '../temporal/client';
+import { startWorker, type WorkerHandle } from '../temporal/worker';
+import { startDnsServer, type DnsServer } from '../test/helpers/dns';
+import { startSmtpSink, type SmtpSink } from '../test/helpers/smtp';
+import { type BenchDatabase, createBenchDatabase, jsonClient, log } from './support';
+
+export const BENCH_RATE_LIMIT = 1_000_000_000;
+
+/** Cleanup steps, run last-in first-out; a failing step is logged and the rest still run. */
+export class Teardown {
+  private readonly steps: (() => Promise<unknown>)[] = [];
+  add(step: () => Promise<unknown>): void {
+    this.steps.push(step);
+  }
+  async run(): Promise<void> {
+    for (let step = this.steps.pop(); step; step = this.steps.pop()) {
+      await step().catch((err: unknown) => log(`cleanup: ${(err as Error).message}`));
+    }
+  }
+}
+
+/**
+ * SIGINT/SIGTERM set a flag instead of killing the process, so the database and the (detached)
+ * Temporal dev server are still cleaned up: set-up aborts at the next checkpoint, a load loop
+ * polls `interrupted`.
+ */
+export function interruption() {
+  const state = { interrupted: false };
+  const handler = (signal: NodeJS.Signals) => {
+    log(`${signal}: stopping, then cleaning up`);
+    state.interrupted = true;
+  };
+  process.on('SIGINT', handler);
+  process.on('SIGTERM', handler);
+  return {
+    get interrupted() {
+      return state.interrupted;
+    },
+    checkpoint() {
+      if (state.interrupted) throw new Error('interrupted');
+    },
+    dispose() {
+      process.off('SIGINT', handler);
+      process.off('SIGTERM', handler);
+    },
+  };
+}
+
+export interface Stack {
+  db: BenchDatabase;
+  temporal: DevServerHandle;
+  dnsServer: DnsServer;
+  sink: SmtpSink;
+  config: Config;
+  settings: TemporalSettings;
+  orm: Orm;
+  worker: WorkerHandle;
+  /** The API's gateway (the bench may wrap its methods to time them). */
+  gateway: TemporalGateway;
+  server: http.Server;
+  port: number;
+  project: ProjectWithKeys;
+  client: ReturnType<typeof jsonClient>;
+  /** What the bench should print about how it was set up. */
+  logLevel: string;
+  /** The PostgreSQL server's postmaster (the parent of our backends), for cpuSnapshot; undefined if not on this machine. */
+  postmasterPid: number | undefined;
+}
+
+/** A fresh, empty database on the server of BENCH_POSTGRES_ADMIN_URL, dropped by `teardown`. */
+export async function freshDatabase(teardown: Teardown): Promise<BenchDatabase> {
+  const db = await createBenchDatabase(process.env.BENCH_POSTGRES_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
+  teardown.add(async () => (await db.drop(), log(`dropped database ${db.name}`)));
+  return db;
+}
+
+/** An in-memory, headless Temporal dev server on a free port (TEMPORAL_CLI_PATH or found/built), stopped by `teardown`. */
+export async function devTemporal(teardown: Teardown): Promise<DevServerHandle> {
+  const cliPath = await findTemporalCli({ cliPath: process.env.TEMPORAL_CLI_PATH, allowBuild: true, log });
+  const temporal = await startTemporalDevServer({ cliPath, port: 0, uiPort: false, readinessTimeoutMs: 120_000, log });
+  teardown.add(() => temporal.stop());
+  return temporal;
+}
+
+/**
+ * Starts everything listed at the top of this file; each piece registers its own cleanup on
+ * `teardown` as soon as it exists. `env` adds to (or overrides) the service configuration.
+ */
+export async function startStack(opts: {
+  teardown: Teardown;
+  checkpoint: () => void;
+  concurrency: number;
+  env?: Record<string, string>;
+  logLevel?: string;
+  /** Experiments only: a worker like temporal/worker.ts's, with these Worker.create options on top. */
+  workerOptions?: Partial<WorkerOptions>;
+}): Promise<Stack> {
+  const { teardown, checkpoint } = opts;
+  const logLevel = opts.logLevel ?? 'warn';
+  const db = await freshDatabase(teardown);
+  checkpoint();
+  const temporal = await devTemporal(teardown);
+  checkpoint();
+  const dnsServer = await startDnsServer();
+  teardown.add(() => dnsServer.close());
+  const sink = await startSmtpSink();
+  teardown.add(() => sink.close());
+
+  const port = await freePort();
+  const config = loadConfig({
+    NODE_ENV: 'production',
+    PORT: String(port),
+    PUBLIC_URL: `http://127.0.0.1:${port}`,
+    DATABASE_URL: db.url,
+    TEMPORAL_ADDRESS: temporal.address,
+    SMTP_URL: sink.url,
+    DNS_SERVERS: dnsServer.address,
+    RATE_LIMIT_PER_MINUTE: String(BENCH_RATE_LIMIT),
+    LOG_LEVEL: logLevel,
+    ...opts.env,
+  });
+  const settings = { address: temporal.address, namespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue };
+
+  // From here on, the same deps as cli/start.ts running API and worker in one process.
+  Runtime.install({ logger: new DefaultLogger('WARN') });
+  const orm = await createOrm(db.url);
+  teardown.add(() => orm.close());
+  await migrate(orm);
+  log(`database ${db.name} created and migrated`);
+  checkpoint();
+  const dns = createDnsLookup({ servers: config.dnsServers });
+  const mailer = mailerFromConfig(config, log);
+  teardown.add(async () => mailer.close());
+  const deps = { orm, dns, mailer, config };
+  const worker = opts.workerOptions ? await startTunedWorker(settings, deps, opts.workerOptions) : await startWorker(settings, deps);
+  teardown.add(() => worker.shutdown());
+  checkpoint();
+  const gateway = await TemporalGateway.connect(settings, config);
+  teardown.add(() => gateway.close());
+  const linkSecret = await linkSigningSecret(orm.em.fork(), config.jwtSecret);
+  const { app } = createApp({ config, orm, temporal: gateway, logger: pino({ level: config.logLevel }), dns, linkSecret });
+  const server = await new Promise<http.Server>((resolve, reject) => {
+    const s = app.listen(port, '127.0.0.1', (err?: Error) => (err ? reject(err) : resolve(s)));
+  });
+  teardown.add(() => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))));
+  log(`API on 127.0.0.1:${port}, worker on task queue "${settings.taskQueue}", sink at ${sink.url}`);
+
+  const backend = await orm.em.fork().getConnection().execute<{ pid: number }[]>('select pg_backend_pid() as pid');
+  const postmasterPid = parentOf(backend[0]!.pid);
+
+  const project = await createProject(orm.em.fork(), 'bench');
+  const client = jsonClient(port, project.secretKey, opts.concurrency);
+  teardown.add(async () => client.close());
+  checkpoint();
+  return { db, temporal, dnsServer, sink, config, settings, orm, worker, gateway, server, port, project, client, logLevel, postmasterPid };
+}
+
+/** temporal/worker.ts startWorker, with more options passed through (it only takes the bundle and queue). */
+async function startTunedWorker(settings: TemporalSettings, deps: ActivityDeps, options: Partial<WorkerOptions>): Promise<WorkerHandle> {
+  const connection = await NativeConnection.connect({ address: settings.address });
+  const worker = await Worker.create({
+    connection,
+    namespace: settings.namespace,
+    taskQueue: settings.taskQueue,
+    activities: createActivities(deps),
+    workflowsPath: require.resolve('../temporal/workflows'),
+    ...options,
+  });
+  const done = worker.run().finally(() => connection.close());
+  return {
+    worker,
+    done,
+    async shutdown() {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      await done;
+    },
+  };
+}
+
+/** A verified domain: publish what POST /domains asks for, then force the check. Returns its id. */
+export async function verifiedDomain(stack: Pick<Stack, 'client' | 'dnsServer'>, domain: string): Promise<string> {
+  const added = await stack.client.request('POST', '/domains', { domain });
+  if (added.status !== 201) throw new Error(`POST /domains: ${added.status} ${added.text}`);
+  const body = added.body as { id: string; records: { type: 'TXT'; name: string; value: string }[] };
+  for (const r of body.records) stack.dnsServer.set(r.name, r.type, [r.value]);
+  const verified = await stack.client.request('GET', `/domains/${body.id}/verify`);
+  if ((verified.body as { status?: string }).status !== 'verified') throw new Error(`domain not verified: ${verified.text}`);
+  return body.id;
+}
+
+/** The Message-ID and DKIM d= of a raw message (headers only; both are short, unfolded lines here). */
+export function headersOf(raw: Buffer) {
+  const head = raw.subarray(0, Math.max(0, raw.indexOf('\r\n\r\n'))).toString('latin1');
+  return {
+    messageId: /^message-id:\s*(<[^>\r\n]+>)/im.exec(head)?.[1],
+    dkimDomain: /^dkim-signature:[^]*?\bd=([^;\s]+)/im.exec(head)?.[1],
+  };
+}
+
+/** CPU seconds (user + system) so far of this process, the Temporal dev server and PostgreSQL. */
+export interface CpuSnapshot {
+  node: number;
+  temporal: number;
+  /** The backends connected to the bench's database (by their process title), while they live. */
+  postgres: number;
+  /** The whole PostgreSQL server: every database, background processes, exited backends. */
+  postgresServer: number;
+}
+
+let clockTicks: number | undefined;
+function ticksPerSecond(): number {
+  if (clockTicks === undefined) {
+    try {
+      clockTicks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+    } catch {
+      clockTicks = 100;
+    }
+  }
+  return clockTicks;
+}
+
+/** /proc/<pid>/stat after the command: state is [0], ppid [1], utime [11], stime [12], cutime [13], cstime [14]. */
+function statOf(pid: number | string): string[] | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  } catch {
+    return undefined; // not Linux, or the process is gone
+  }
+}
+
+function parentOf(pid: number): number | undefined {
+  const ppid = Number(statOf(pid)?.[1]);
+  return Number.isInteger(ppid) && ppid > 1 ? ppid : undefined;
+}
+
+/**
+ * Reads /proc (Linux only; elsewhere the other processes count 0). `postgres` is the backends
+ * whose title names the bench's database (a backend that exits between two snapshots takes its
+ * time with it; the pool keeps them open during a run); `postgresServer` is the postmaster, all its
+ * children and what it has collected from children that already exited (cutime/cstime), so it
+ * includes other databases' work and the WAL writer, checkpointer and autovacuum. The Temporal
+ * server is the `start-dev --port <port>` process.
+ */
+export function cpuSnapshot(stack: Pick<Stack, 'temporal' | 'postmasterPid' | 'db'>): CpuSnapshot {
+  const port = stack.temporal.address.split(':').pop();
+  const tck = ticksPerSecond();
+  const seconds = (f: string[], from: number) => (Number(f[from]) + Number(f[from + 1])) / tck;
+  let temporal = 0;
+  let postgres = 0;
+  let postgresServer = 0;
+  let pids: string[] = [];
+  try {
+    pids = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+  } catch {
+    /* not Linux */
+  }
+  const postmaster = String(stack.postmasterPid);
+  for (const pid of pids) {
+    const f = statOf(pid);
+    if (!f) continue;
+    if (pid === postmaster) postgresServer += seconds(f, 11) + seconds(f, 13);
+    else if (f[1] === postmaster) {
+      postgresServer += seconds(f, 11);
+      try {
+        if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(` ${stack.db.name} `)) postgres += seconds(f, 11);
+      } catch {
+        /* gone meanwhile */
+      }
+    } else {
+      try {
+        const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+        if (args.includes('start-dev') && args[args.indexOf('--port') + 1] === port) temporal += seconds(f, 11) + seconds(f, 13);
+      } catch {
+        /* gone meanwhile */
+      }
+    }
+  }
+  const self = process.cpuUsage();
+  return { node: (self.user + self.system) / 1e6, temporal, postgres, postgresServer };
+}

@@ -1,0 +1,815 @@
+import { randomUUID } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { AppError, notFound, validationError } from '../errors';
+import type { StoredEmail } from '../mail/compose';
+import { type ContactDto, getContact, normalizeEmail } from './contacts';
+import { requireVerifiedSender } from './domains';
+import { compileContent, renderForContact } from './email-content';
+import type { JsonValue } from './entities/contact';
+import { newId } from './ids';
+import { type CursorPage, keysetPage } from './paging';
+import { segmentContactsSql } from './segment-sql';
+import { query, queryOne } from './sql';
+
+/** Longest campaign name the API accepts (api/schemas/campaigns.ts). */
+export const CAMPAIGN_NAME_MAX = 255;
+
+/**
+ * DRAFT → (send) SENDING, or SCHEDULED → SENDING → SENT; SCHEDULED / SENDING → (cancel) CANCELLED.
+ * SENT and CANCELLED are final.
+ */
+export type CampaignStatus = 'DRAFT' | 'SCHEDULED' | 'SENDING' | 'SENT' | 'CANCELLED';
+export type CampaignType = 'MARKETING' | 'TRANSACTIONAL';
+
+export interface CampaignStats {
+  totalRecipients: number;
+  sent: number;
+  delivered: number;
+  opened: number;
+  clicked: number;
+  bounced: number;
+  complained: number;
+  unsubscribed: number;
+  /** opened / sent, clicked / sent, bounced / sent; 0 before anything was sent. */
+  openRate: number;
+  clickRate: number;
+  bounceRate: number;
+}
+
+export interface CampaignDto {
+  id: string;
+  name: string;
+  description: string | null;
+  subject: string;
+  body: string;
+  from: string;
+  fromName: string | null;
+  replyTo: string | null;
+  type: CampaignType;
+  /** null: every subscribed contact of the project. */
+  segmentId: string | null;
+  status: CampaignStatus;
+  scheduledFor: string | null;
+  /** When the last email was handed over and the campaign became SENT. */
+  sentAt: string | null;
+  cancelledAt: string | null;
+  totalRecipients: number;
+  stats: CampaignStats;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface CampaignInput {
+  name: string;
+  description?: string | null;
+  subject: string;
+  body: string;
+  from: string;
+  fromName?: string | null;
+  replyTo?: string | null;
+  type: CampaignType;
+  segmentId?: string | null;
+}
+
+interface CampaignRow {
+  id: string;
+  project_id: string;
+  name: string;
+  description: string | null;
+  subject: string;
+  body: string;
+  from_email: string;
+  from_name: string | null;
+  reply_to: string | null;
+  type: CampaignType;
+  segment_id: string | null;
+  status: CampaignStatus;
+  scheduled_for: Date | null;
+  sent_at: Date | null;
+  cancelled_at: Date | null;
+  total_recipients: number;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const COLUMNS = `id, project_id, name, description, subject, body, from_email, from_name, reply_to, type, segment_id, status,
+  scheduled_for, sent_at, cancelled_at, total_recipients, created_at, updated_at`;
+
+/** API field → column, for inserts and replacements. */
+const FIELD_COLUMNS: Record<keyof CampaignInput, string> = {
+  name: 'name',
+  description: 'description',
+  subject: 'subject',
+  body: 'body',
+  from: 'from_email',
+  fromName: 'from_name',
+  replyTo: 'reply_to',
+  type: 'type',
+  segmentId: 'segment_id',
+};
+const FIELDS = Object.keys(FIELD_COLUMNS) as (keyof CampaignInput)[];
+
+const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
+
+function toDto(row: CampaignRow, stats: CampaignStats): CampaignDto {
+  return {
+    id: row.id,
+    name: row.name,
+    description: row.description,
+    subject: row.subject,
+    body: row.body,
+    from: row.from_email,
+    fromName: row.from_name,
+    replyTo: row.reply_to,
+    type: row.type,
+    segmentId: row.segment_id,
+    status: row.status,
+    scheduledFor: iso(row.scheduled_for),
+    sentAt: iso(row.sent_at),
+    cancelledAt: iso(row.cancelled_at),
+    totalRecipients: row.total_recipients,
+    stats,
+    createdAt: new Date(row.created_at).toISOString(),
+    updatedAt: new Date(row.updated_at).toISOString(),
+  };
+}
+
+// ---- Stats ----------------------------------------------------------------------------------------
+
+interface CountsRow {
+  campaign_id: string;
+  sent: string;
+  delivered: string;
+  opened: string;
+  clicked: string;
+  bounced: string;
+  complained: string;
+  unsubscribed: string;
+}
+
+const rate = (n: number, of: number) => (of > 0 ? Math.round((n / of) * 10_000) / 10_000 : 0);
+
+function toStats(totalRecipients: number, c: CountsRow | undefined): CampaignStats {
+  const n = (v: string | undefined) => Number(v ?? 0);
+  const sent = n(c?.sent);
+  const opened = n(c?.opened);
+  const clicked = n(c?.clicked);
+  const bounced = n(c?.bounced);
+  return {
+    totalRecipients,
+    sent,
+    delivered: n(c?.delivered),
+    opened,
+    clicked,
+    bounced,
+    complained: n(c?.complained),
+    unsubscribed: n(c?.unsubscribed),
+    openRate: rate(opened, sent),
+    clickRate: rate(clicked, sent),
+    bounceRate: rate(bounced, sent),
+  };
+}
+
+/**
+ * Counts over the campaign's emails (the tracking columns of migration 050000). "unsubscribed":
+ * recipients who are unsubscribed now and whose `contact.unsubscribed` event came after their
+ * email of this campaign was sent.
+ */
+async function countsOf(em: EntityManager, campaignIds: string[]): Promise<Map<string, CountsRow>> {
+  if (campaignIds.length === 0) return new Map();
+  const rows = await query<CountsRow>(
+    em,
+    `select e.campaign_id,
+       count(*) filter (where e.sent_at is not null) as sent,
+       count(*) filter (where e.delivered_at is not null) as delivered,
+       count(*) filter (where e.opened_at is not null) as opened,
+       count(*) filter (where e.clicked_at is not null) as clicked,
+       count(*) filter (where e.bounced_at is not null) as bounced,
+       count(*) filter (where e.complained_at is not null) as complained,
+       count(*) filter (where e.sent_at is not null and c.subscribed = false and exists (
+         select 1 from events ev
+         where ev.contact_id = e.contact_id and ev.name = 'contact.unsubscribed' and ev.created_at >= e.sent_at)) as unsubscribed
+     from emails e left join contacts c on c.id = e.contact_id
+     where e.campaign_id = any(?::text[])
+     group by e.campaign_id`,
+    [campaignIds],
+  );
+  return new Map(rows.map((r) => [r.campaign_id, r]));
+}
+
+async function withStats(em: EntityManager, rows: CampaignRow[]): Promise<CampaignDto[]> {
+  // A draft has sent nothing: only campaigns that started sending are counted.
+  const counts = await countsOf(
+    em,
+    rows.filter((r) => r.status !== 'DRAFT').map((r) => r.id),
+  );
+  return rows.map((r) => toDto(r, toStats(r.total_recipients, counts.get(r.id))));
+}
+
+export async function campaignStats(em: EntityManager, projectId: string, id: string): Promise<CampaignStats> {
+  return (await getCampaign(em, projectId, id)).stats;
+}
+
+// ---- Audience -------------------------------------------------------------------------------------
+
+/**
+ * `select c.id from contacts c …`: who a campaign goes to. Segment members (or every contact when
+ * no segment is set) that are subscribed; a TRANSACTIONAL campaign to a segment also reaches its
+ * unsubscribed members (service mail, as transactional templates do), but "all contacts" always
+ * means the subscribed ones. The send re-checks the subscription of every recipient of a
+ * MARKETING campaign, so an unsubscribe during a long send is honoured.
+ */
+async function audienceSql(
+  em: EntityManager,
+  projectId: string,
+  campaign: { segmentId: string | null; type: CampaignType },
+): Promise<{ sql: string; params: unknown[] }> {
+  const subscribedOnly = campaign.type === 'MARKETING' || campaign.segmentId === null;
+  const where = ['c.project_id = ?'];
+  const params: unknown[] = [projectId];
+  if (subscribedOnly) where.push('c.subscribed');
+  if (campaign.segmentId !== null) {
+    const segment = await segmentContactsSql(em, projectId, campaign.segmentId);
+    where.push(`c.id in (${segment.sql})`);
+    params.push(...segment.params);
+  }
+  return { sql: `select c.id from contacts c where ${where.join(' and ')}`, params };
+}
+
+export async function countAudience(
+  em: EntityManager,
+  projectId: string,
+  campaign: { segmentId: string | null; type: CampaignType },
+): Promise<number> {
+  const audience = await audienceSql(em, projectId, campaign);
+  const row = await queryOne<{ n: string }>(em, `select count(*) as n from (${audience.sql}) a`, audience.params);
+  return Number(row!.n);
+}
+
+/** The segment must exist in the project (segmentContactsSql refuses one that does not). */
+export async function checkSegment(em: EntityManager, projectId: string, segmentId: string | null | undefined): Promise<void> {
+  if (segmentId) await segmentContactsSql(em, projectId, segmentId);
+}
+
+// ---- CRUD -----------------------------------------------------------------------------------------
+
+async function loadRow(em: EntityManager, projectId: string, id: string, lock = false): Promise<CampaignRow> {
+  const row = await queryOne<CampaignRow>(
+    em,
+    `select ${COLUMNS} from campaigns where project_id = ? and id = ?${lock ? ' for update' : ''}`,
+    [projectId, id],
+  );
+  if (!row) throw notFound('campaign');
+  return row;
+}
+
+export async function createCampaign(em: EntityManager, projectId: string, input: CampaignInput): Promise<CampaignDto> {
+  const row = await queryOne<CampaignRow>(
+    em,
+    `insert into campaigns (id, project_id, ${FIELDS.map((f) => FIELD_COLUMNS[f]).join(', ')})
+     values (?, ?, ${FIELDS.map(() => '?').join(', ')}) returning ${COLUMNS}`,
+    [newId('cmp'), projectId, ...FIELDS.map((f) => input[f] ?? null)],
+  );
+  return (await withStats(em, [row!]))[0]!;
+}
+
+export async function getCampaign(em: EntityManager, projectId: string, id: string): Promise<CampaignDto> {
+  return (await withStats(em, [await loadRow(em, projectId, id)]))[0]!;
+}
+
+export async function listCampaigns(
+  em: EntityManager,
+  projectId: string,
+  opts: { limit: number; cursor?: string },
+): Promise<CursorPage<CampaignDto>> {
+  const page = await keysetPage<CampaignRow>(em, {
+    from: 'campaigns',
+    columns: COLUMNS,
+    idColumn: 'id',
+    where: ['project_id = ?'],
+    params: [projectId],
+    limit: opts.limit,
+    cursor: opts.cursor,
+  });
+  return { ...page, data: await withStats(em, page.data) };
+}
+
+const notEditable = (status: CampaignStatus) =>
+  new AppError(409, 'CAMPAIGN_NOT_EDITABLE', `A ${status} campaign cannot be changed`, {
+    suggestion: 'Only DRAFT and SCHEDULED campaigns can be replaced; duplicate it to send a changed copy.',
+  });
+
+/**
+ * PUT: every field replaced (omitted optional fields become null / their default). `scheduledFor`
+ * may move a SCHEDULED campaign (it must stay in the future); on a DRAFT it may only repeat its
+ * current value (null): drafts are scheduled with POST /campaigns/:id/send. Returns whether the
+ * schedule moved, so the caller can tell the waiting workflow. Run inside a transaction.
+ */
+export async function replaceCampaign(
+  em: EntityManager,
+  projectId: string,
+  id: string,
+  input: CampaignInput & { scheduledFor?: string | null },
+): Promise<{ campaign: CampaignDto; rescheduledTo?: string }> {
+  const current = await loadRow(em, projectId, id, true);
+  if (current.status !== 'DRAFT' && current.status !== 'SCHEDULED') throw notEditable(current.status);
+  let scheduledFor = current.scheduled_for ? new Date(current.scheduled_for) : null;
+  let rescheduledTo: string | undefined;
+  if (input.scheduledFor !== undefined) {
+    const wanted = input.scheduledFor === null ? null : new Date(input.scheduledFor);
+    if ((wanted?.getTime() ?? null) !== (scheduledFor?.getTime() ?? null)) {
+      if (current.status === 'DRAFT') {
+        throw validationError([
+          { field: 'scheduledFor', message: 'A draft is scheduled with POST /campaigns/:id/send {scheduledFor}', code: 'not_scheduled' },
+        ]);
+      }
+      if (wanted === null) {
+        throw validationError([
+          { field: 'scheduledFor', message: 'A scheduled campaign needs a time; cancel it to stop it', code: 'invalid_type' },
+        ]);
+      }
+      if (wanted.getTime() <= Date.now()) {
+        throw validationError([{ field: 'scheduledFor', message: 'Must be in the future', code: 'in_the_past' }]);
+      }
+      scheduledFor = wanted;
+      rescheduledTo = wanted.toISOString();
+    }
+  }
+  const row = await queryOne<CampaignRow>(
+    em,
+    `update campaigns set ${FIELDS.map((f) => `${FIELD_COLUMNS[f]} = ?`).join(', ')}, scheduled_for = ?, updated_at = now()
+     where project_id = ? and id = ? returning ${COLUMNS}`,
+    [...FIELDS.map((f) => input[f] ?? null), scheduledFor, projectId, id],
+  );
+  return { campaign: (await withStats(em, [row!]))[0]!, rescheduledTo };
+}
+
+export async function deleteCampaign(em: EntityManager, projectId: string, id: string): Promise<void> {
+  const rows = await query(
+    em,
+    `delete from campaigns where project_id = ? and id = ? and status not in ('SCHEDULED','SENDING') returning id`,
+    [projectId, id],
+  );
+  if (rows.length > 0) return;
+  const row = await loadRow(em, projectId, id);
+  throw new AppError(409, 'CAMPAIGN_ACTIVE', `The campaign is ${row.status}: it cannot be deleted now`, {
+    suggestion: 'Cancel it with POST /campaigns/:id/cancel first.',
+  });
+}
+
+export async function duplicateCampaign(em: EntityManager, projectId: string, id: string): Promise<CampaignDto> {
+  const original = await loadRow(em, projectId, id);
+  const suffix = ' (copy)';
+  return createCampaign(em, projectId, {
+    name: `${original.name.slice(0, CAMPAIGN_NAME_MAX - suffix.length)}${suffix}`,
+    description: original.description,
+    subject: original.subject,
+    body: original.body,
+    from: original.from_email,
+    fromName: original.from_name,
+    replyTo: original.reply_to,
+    type: original.type,
+    segmentId: original.segment_id,
+  });
+}
+
+/**
+ * POST /campaigns/:id/send, the database half (run in a transaction; the caller starts the
+ * workflow before committing): DRAFT → SENDING now, or → SCHEDULED for a future `scheduledFor`.
+ * The audience is counted now (0 → 422); it is frozen when sending starts.
+ */
+export async function markCampaignForSending(
+  em: EntityManager,
+  projectId: string,
+  id: string,
+  scheduledFor: string | undefined,
+): Promise<CampaignDto> {
+  const current = await loadRow(em, projectId, id, true);
+  if (current.status !== 'DRAFT') {
+    throw new AppError(409, 'CAMPAIGN_NOT_DRAFT', `The campaign is ${current.status}: only a DRAFT can be sent`, {
+      suggestion:
+        current.status === 'SCHEDULED'
+          ? 'It is already scheduled: PUT /campaigns/:id with a new scheduledFor moves it, POST /campaigns/:id/cancel stops it.'
+          : 'Duplicate it with POST /campaigns/:id/duplicate and send the copy.',
+    });
+  }
+  if (scheduledFor !== undefined && new Date(scheduledFor).getTime() <= Date.now()) {
+    throw validationError([{ field: 'scheduledFor', message: 'Must be in the future', code: 'in_the_past' }]);
+  }
+  const audience = await countAudience(em, projectId, { segmentId: current.segment_id, type: current.type });
+  if (audience === 0) {
+    throw validationError(
+      [
+        {
+          field: 'segmentId',
+          message: current.segment_id ? 'The segment has no subscribed contacts' : 'The project has no subscribed contacts',
+          code: 'no_recipients',
+        },
+      ],
+      'The campaign has no recipients',
+    );
+  }
+  const row = await queryOne<CampaignRow>(
+    em,
+    `update campaigns set status = ?, scheduled_for = ?, total_recipients = ?, updated_at = now()
+     where project_id = ? and id = ? returning ${COLUMNS}`,
+    [scheduledFor ? 'SCHEDULED' : 'SENDING', scheduledFor ?? null, audience, projectId, id],
+  );
+  return (await withStats(em, [row!]))[0]!;
+}
+
+/** POST /campaigns/:id/cancel, the database half: SCHEDULED / SENDING → CANCELLED (409 otherwise). */
+export async function markCampaignCancelled(em: EntityManager, projectId: string, id: string): Promise<CampaignDto> {
+  const row = await queryOne<CampaignRow>(
+    em,
+    `update campaigns set status = 'CANCELLED', cancelled_at = now(), updated_at = now()
+     where project_id = ? and id = ? and status in ('SCHEDULED','SENDING') returning ${COLUMNS}`,
+    [projectId, id],
+  );
+  if (!row) {
+    const current = await loadRow(em, projectId, id);
+    throw new AppError(409, 'CAMPAIGN_NOT_CANCELLABLE', `The campaign is ${current.status}: only SCHEDULED or SENDING campaigns can be cancelled`, {
+      suggestion: current.status === 'DRAFT' ? 'A draft sends nothing; delete it if it is not needed.' : 'It has already ended.',
+    });
+  }
+  return (await withStats(em, [row]))[0]!;
+}
+
+// ---- The send, as the workflow's activities see it -------------------------------------------------
+
+export type BeginOutcome =
+  | { state: 'SENDING'; totalRecipients: number }
+  | { state: 'NOT_YET'; scheduledFor: string }
+  | { state: 'DRAFT' | 'SENT' | 'CANCELLED' | 'GONE' };
+
+/**
+ * When the campaign is due: SCHEDULED → SENDING, and the audience snapshot, once (a repeat finds
+ * `snapshot_at` set and only reports). The row lock also waits for the API transaction that
+ * started the workflow. A campaign moved to a later time answers NOT_YET; one still DRAFT (the
+ * API's transaction rolled back) or already ended answers its state.
+ */
+export async function beginCampaignSend(em: EntityManager, campaignId: string): Promise<BeginOutcome> {
+  return em.transactional(async (tx) => {
+    const c = await queryOne<{
+      project_id: string;
+      status: CampaignStatus;
+      segment_id: string | null;
+      type: CampaignType;
+      snapshot_at: Date | null;
+      total_recipients: number;
+      scheduled_for: Date | null;
+      not_yet: boolean;
+    }>(
+      tx,
+      `select project_id, status, segment_id, type, snapshot_at, total_recipients, scheduled_for,
+         coalesce(scheduled_for > now() + interval '2 seconds', false) as not_yet
+       from campaigns where id = ? for update`,
+      [campaignId],
+    );
+    if (!c) return { state: 'GONE' };
+    if (c.status === 'SCHEDULED' && c.not_yet) return { state: 'NOT_YET', scheduledFor: iso(c.scheduled_for)! };
+    if (c.status !== 'SCHEDULED' && c.status !== 'SENDING') return { state: c.status };
+    let total = c.total_recipients;
+    if (!c.snapshot_at) {
+      const audience = await audienceSql(tx, c.project_id, { segmentId: c.segment_id, type: c.type });
+      const inserted = await queryOne<{ n: string }>(
+        tx,
+        `with ins as (
+           insert into campaign_recipients (campaign_id, contact_id)
+           select ?, a.id from (${audience.sql}) a
+           on conflict do nothing returning 1)
+         select count(*) as n from ins`,
+        [campaignId, ...audience.params],
+      );
+      total = Number(inserted!.n);
+    }
+    await query(
+      tx,
+      `update campaigns set status = 'SENDING', snapshot_at = coalesce(snapshot_at, now()), total_recipients = ?, updated_at = now()
+       where id = ?`,
+      [total, campaignId],
+    );
+    return { state: 'SENDING', totalRecipients: total };
+  });
+}
+
+export interface SendingCampaign {
+  projectId: string;
+  status: CampaignStatus;
+  subject: string;
+  body: string;
+  fromEmail: string;
+  fromName: string | null;
+  replyTo: string | null;
+  marketing: boolean;
+}
+
+export async function loadSendingCampaign(em: EntityManager, campaignId: string): Promise<SendingCampaign | undefined> {
+  const row = await queryOne<CampaignRow>(em, `select ${COLUMNS} from campaigns where id = ?`, [campaignId]);
+  return (
+    row && {
+      projectId: row.project_id,
+      status: row.status,
+      subject: row.subject,
+      body: row.body,
+      fromEmail: row.from_email,
+      fromName: row.from_name,
+      replyTo: row.reply_to,
+      marketing: row.type === 'MARKETING',
+    }
+  );
+}
+
+/** The status of a campaign, as a scalar subquery the throttle reservation carries along. */
+export const campaignStatusSql = (campaignId: string) => ({ sql: 'select status from campaigns where id = ?', params: [campaignId] });
+
+export type RecipientStatus = 'PENDING' | 'SENT' | 'SKIPPED' | 'FAILED';
+
+export interface Recipient {
+  contact: ContactDto;
+  status: RecipientStatus;
+}
+
+/** The next `limit` recipients after `after` (keyset on contact_id), with their contact as it is now. */
+export async function loadRecipientBatch(em: EntityManager, campaignId: string, after: string | null, limit: number): Promise<Recipient[]> {
+  const rows = await query<{
+    contact_id: string;
+    status: RecipientStatus;
+    email: string;
+    subscribed: boolean;
+    data: Record<string, JsonValue>;
+    created_at: Date;
+    updated_at: Date;
+  }>(
+    em,
+    `select r.contact_id, r.status, c.email, c.subscribed, c.data, c.created_at, c.updated_at
+     from campaign_recipients r join contacts c on c.id = r.contact_id
+     where r.campaign_id = ? and r.contact_id > ?
+     order by r.contact_id limit ?`,
+    [campaignId, after ?? '', limit],
+  );
+  return rows.map((r) => ({
+    status: r.status,
+    contact: {
+      id: r.contact_id,
+      email: r.email,
+      subscribed: r.subscribed,
+      data: r.data,
+      createdAt: new Date(r.created_at).toISOString(),
+      updatedAt: new Date(r.updated_at).toISOString(),
+    },
+  }));
+}
+
+/** Email rows of a campaign are keyed by (campaign, contact): a retried batch finds them again. */
+export const campaignSourceKey = (campaignId: string, contactId: string) => `campaign:${campaignId}:${contactId}`;
+
+export interface CampaignEmailDraft {
+  /** Chosen before rendering: tracked links and the open pixel carry it. */
+  id: string;
+  contactId: string;
+  toEmail: string;
+  subject: string;
+  body: string;
+  headers: Record<string, string>;
+}
+
+export interface CampaignEmail {
+  contactId: string;
+  status: string;
+  email: StoredEmail;
+}
+
+/**
+ * Writes the batch's QUEUED email rows, at most once per (campaign, contact) — the set-based form
+ * of insertEmailOnce — and returns every recipient's row: the new ones, and for rows an earlier
+ * attempt wrote, the stored row (its status says whether it went already; its content is what
+ * goes, so a retry sends what the first attempt rendered).
+ */
+export async function writeCampaignEmails(
+  em: EntityManager,
+  c: { projectId: string; campaignId: string; domainId: string; marketing: boolean; fromEmail: string; fromName: string | null; replyTo: string | null },
+  drafts: CampaignEmailDraft[],
+): Promise<Map<string, CampaignEmail>> {
+  const out = new Map<string, CampaignEmail>();
+  if (drafts.length === 0) return out;
+  const input = drafts.map((d) => ({
+    id: d.id,
+    contact_id: d.contactId,
+    to_email: d.toEmail,
+    subject: d.subject,
+    body: d.body,
+    headers: d.headers,
+    source_key: campaignSourceKey(c.campaignId, d.contactId),
+  }));
+  const rows = await query<{
+    source_key: string;
+    id: string;
+    status: string;
+    to_email: string | null;
+    subject: string | null;
+    body: string | null;
+    headers: Record<string, string> | null;
+  }>(
+    em,
+    `with input as (
+       select * from jsonb_to_recordset(?::jsonb)
+         as r(id uuid, contact_id text, to_email text, subject text, body text, headers jsonb, source_key text)
+     ), ins as (
+       insert into emails (id, project_id, contact_id, domain_id, template_id, source, marketing, to_email, to_name,
+         from_email, from_name, reply_to, subject, body, headers, attachment_set_id, source_key, campaign_id)
+       select i.id, ?, i.contact_id, ?, null, 'campaign', ?, i.to_email, null, ?, ?, ?, i.subject, i.body, i.headers, null,
+         i.source_key, ?
+       from input i
+       on conflict (project_id, source_key) where source_key is not null do nothing
+       returning source_key, id
+     )
+     select ins.source_key, ins.id, 'QUEUED' as status, null as to_email, null as subject, null as body, null as headers from ins
+     union all
+     select e.source_key, e.id, e.status, e.to_email, e.subject, e.body, e.headers
+     from emails e join input i on e.source_key = i.source_key
+     where e.project_id = ? and e.source_key is not null`,
+    [JSON.stringify(input), c.projectId, c.domainId, c.marketing, c.fromEmail, c.fromName, c.replyTo, c.campaignId, c.projectId],
+  );
+  const byKey = new Map(input.map((i, n) => [i.source_key, { draft: drafts[n]!, id: i.id }]));
+  for (const r of rows) {
+    const mine = byKey.get(r.source_key)!;
+    const d = mine.draft;
+    out.set(d.contactId, {
+      contactId: d.contactId,
+      status: r.status,
+      email: {
+        id: r.id,
+        toEmail: r.to_email ?? d.toEmail,
+        toName: null,
+        fromEmail: c.fromEmail,
+        fromName: c.fromName,
+        replyTo: c.replyTo,
+        subject: r.subject ?? d.subject,
+        body: r.body ?? d.body,
+        headers: r.headers ?? d.headers,
+        attachments: [],
+      },
+    });
+  }
+  return out;
+}
+
+export interface SentMark {
+  emailId: string;
+  contactId: string;
+  smtpResponse: string;
+}
+
+/**
+ * Marks emails SENT (with their `email.sent` events), their recipients SENT and the campaign's
+ * counter, in one statement: either all of it happens or none. As markEmailSent: a repeat changes
+ * nothing, and an email an open or a delivery notification already moved on keeps that status.
+ */
+export async function markCampaignEmailsSent(em: EntityManager, projectId: string, campaignId: string, marks: SentMark[]): Promise<void> {
+  if (marks.length === 0) return;
+  const input = marks.map((m) => ({ email_id: m.emailId, contact_id: m.contactId, response: m.smtpResponse, event_id: newId('evt') }));
+  await query(
+    em,
+    `with s as (
+       select * from jsonb_to_recordset(?::jsonb) as x(email_id uuid, contact_id text, response text, event_id text)
+     ), upd as (
+       update emails e set status = case when e.status in ('QUEUED','SENDING') then 'SENT' else e.status end,
+         smtp_response = s.response, sent_at = now(), updated_at = now()
+       from s where e.id = s.email_id and e.sent_at is null and e.status <> 'FAILED'
+       returning e.id, e.contact_id
+     ), ev as (
+       insert into events (id, project_id, contact_id, name, data)
+       select s.event_id, ?, upd.contact_id, 'email.sent', jsonb_build_object('emailId', upd.id, 'campaignId', ?::text)
+       from upd join s on s.email_id = upd.id
+     ), rec as (
+       update campaign_recipients r set status = 'SENT', email_id = s.email_id
+       from s where r.campaign_id = ? and r.contact_id = s.contact_id
+     )
+     update campaigns set sent_count = sent_count + (select count(*) from upd) where id = ?`,
+    [JSON.stringify(input), projectId, campaignId, campaignId, campaignId],
+  );
+}
+
+/** A relay's permanent refusal (5xx): the email FAILED, its recipient FAILED; not tried again. */
+export async function markCampaignEmailsFailed(
+  em: EntityManager,
+  campaignId: string,
+  failures: { emailId: string; contactId: string; error: string }[],
+): Promise<void> {
+  if (failures.length === 0) return;
+  await query(
+    em,
+    `with f as (
+       select * from jsonb_to_recordset(?::jsonb) as x(email_id uuid, contact_id text, error text)
+     ), upd as (
+       update emails e set status = 'FAILED', error = f.error, updated_at = now()
+       from f where e.id = f.email_id and e.status in ('QUEUED','SENDING')
+     )
+     update campaign_recipients r set status = 'FAILED', email_id = f.email_id
+     from f where r.campaign_id = ? and r.contact_id = f.contact_id`,
+    [JSON.stringify(failures.map((f) => ({ email_id: f.emailId, contact_id: f.contactId, error: f.error.slice(0, 1000) }))), campaignId],
+  );
+}
+
+/**
+ * Recipients not to send to (unsubscribed since the snapshot, suppressed), or whose email an
+ * earlier attempt settled. A skipped recipient's email row, if an earlier attempt wrote one that
+ * never went, is removed.
+ */
+export async function settleRecipients(
+  em: EntityManager,
+  projectId: string,
+  campaignId: string,
+  settled: { contactId: string; status: Exclude<RecipientStatus, 'PENDING'>; emailId: string | null }[],
+): Promise<void> {
+  if (settled.length === 0) return;
+  await query(
+    em,
+    `with x as (
+       select * from jsonb_to_recordset(?::jsonb) as x(contact_id text, status text, email_id uuid)
+     ), unsent as (
+       delete from emails e using x
+       where x.status = 'SKIPPED' and e.project_id = ? and e.source_key = 'campaign:' || ?::text || ':' || x.contact_id
+         and e.status = 'QUEUED'
+     )
+     update campaign_recipients r set status = x.status, email_id = coalesce(x.email_id, r.email_id)
+     from x where r.campaign_id = ? and r.contact_id = x.contact_id`,
+    [JSON.stringify(settled.map((s) => ({ contact_id: s.contactId, status: s.status, email_id: s.emailId }))), projectId, campaignId, campaignId],
+  );
+}
+
+/**
+ * The end of a send: SENDING → SENT, or SCHEDULED / SENDING → CANCELLED (also when the API
+ * cancelled first: then nothing changes). A cancelled campaign's emails that never went (rows
+ * written for a batch that stopped) are removed. Returns the final status.
+ */
+export async function finishCampaign(
+  em: EntityManager,
+  campaignId: string,
+  outcome: 'SENT' | 'CANCELLED',
+  error?: string,
+): Promise<CampaignStatus | 'GONE'> {
+  return em.transactional(async (tx) => {
+    const row =
+      outcome === 'SENT'
+        ? await queryOne<{ status: CampaignStatus }>(
+            tx,
+            `update campaigns set status = 'SENT', sent_at = now(), updated_at = now() where id = ? and status = 'SENDING' returning status`,
+            [campaignId],
+          )
+        : await queryOne<{ status: CampaignStatus }>(
+            tx,
+            `update campaigns set status = 'CANCELLED', cancelled_at = now(), error = ?, updated_at = now()
+             where id = ? and status in ('SCHEDULED','SENDING') returning status`,
+            [error ?? null, campaignId],
+          );
+    const status = row?.status ?? (await queryOne<{ status: CampaignStatus }>(tx, 'select status from campaigns where id = ?', [campaignId]))?.status;
+    if (status === 'CANCELLED') {
+      await query(tx, `delete from emails where campaign_id = ? and status = 'QUEUED'`, [campaignId]);
+    }
+    return status ?? 'GONE';
+  });
+}
+
+/**
+ * POST /campaigns/:id/test: one copy of the campaign rendered for `email` (with the data of the
+ * project's contact of that address, if any; nothing is created), queued as an email row outside
+ * the campaign (no campaign_id, so its stats and recipients do not change, and no tracking).
+ * The caller hands the id to the sendEmails workflow. Run in a transaction.
+ */
+export async function queueTestEmail(
+  em: EntityManager,
+  projectId: string,
+  id: string,
+  email: string,
+  ctx: { publicUrl: string; linkSecret: string },
+): Promise<string> {
+  const c = await loadRow(em, projectId, id);
+  const domainId = await requireVerifiedSender(em, projectId, c.from_email);
+  const address = normalizeEmail(email);
+  const found = await queryOne<{ id: string }>(em, 'select id from contacts where project_id = ? and email = ?', [projectId, address]);
+  const now = new Date().toISOString();
+  const contact: ContactDto = found
+    ? await getContact(em, projectId, found.id)
+    : { id: 'test', email: address, subscribed: true, data: {}, createdAt: now, updatedAt: now };
+  const marketing = c.type === 'MARKETING';
+  const rendered = renderForContact(compileContent(c.subject, c.body), contact, {
+    extra: {},
+    publicUrl: ctx.publicUrl,
+    linkSecret: ctx.linkSecret,
+    marketing,
+  });
+  const emailId = randomUUID();
+  await query(
+    em,
+    `insert into emails (id, project_id, contact_id, domain_id, source, marketing, to_email, from_email, from_name, reply_to,
+       subject, body, headers)
+     values (?, ?, ?, ?, 'campaign', ?, ?, ?, ?, ?, ?, ?, ?::jsonb)`,
+    [
+      emailId, projectId, found?.id ?? null, domainId, marketing, address, c.from_email, c.from_name, c.reply_to,
+      rendered.subject, rendered.body, JSON.stringify(rendered.headers),
+    ],
+  );
+  return emailId;
+}

@@ -1,0 +1,398 @@
+import { randomUUID } from 'node:crypto';
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import type { Config } from '../../config';
+import {
+  type BeginOutcome,
+  beginCampaignSend,
+  type CampaignEmail,
+  type CampaignEmailDraft,
+  type CampaignStatus,
+  campaignStatusSql,
+  type Recipient,
+  finishCampaign,
+  loadRecipientBatch,
+  loadSendingCampaign,
+  markCampaignEmailsFailed,
+  markCampaignEmailsSent,
+  type SentMark,
+  settleRecipients,
+  writeCampaignEmails,
+} from '../../db/campaigns';
+import { loadDomainKeys, requireVerifiedSender } from '../../db/domains';
+import { compileContent, renderForContact } from '../../db/email-content';
+import type { Orm } from '../../db/orm';
+import { linkSigningSecret } from '../../db/secrets';
+import { releaseSendSlots, reserveSendSlots, throttleRate } from '../../db/send-throttle';
+import { queryOne } from '../../db/sql';
+import { suppressedAmong } from '../../db/suppressions';
+import { AppError } from '../../errors';
+import { composeMessage } from '../../mail/compose';
+import { dkimKeyObject } from '../../mail/dkim';
+import { type Mailer, SmtpError } from '../../mail/transport';
+
+export interface CampaignBatchInput {
+  campaignId: string;
+  /** Contact id the batch starts after (keyset cursor); null for the first batch. */
+  after: string | null;
+  batchSize: number;
+  /** Emails in flight at once over the worker's pooled mailer. */
+  concurrency: number;
+  /** No new recipient is started after this long, so a slow throttle keeps each activity short. */
+  maxBatchSeconds: number;
+}
+
+export interface CampaignBatchResult {
+  /** The last recipient this batch settled; the next batch starts after it. */
+  cursor: string | null;
+  /** Every recipient of the campaign is settled. */
+  done: boolean;
+  /** The campaign is no longer SENDING (cancelled or deleted meanwhile): send nothing more. */
+  stopped: boolean;
+  sent: number;
+  skipped: number;
+  failed: number;
+}
+
+/** A refusal from the data layer (a deleted segment, an uncompilable body) will not pass on retry. */
+function permanent<T>(work: Promise<T>): Promise<T> {
+  return work.catch((err: unknown) => {
+    if (err instanceof AppError && err.status < 500) throw ApplicationFailure.nonRetryable(err.message, err.code);
+    throw err;
+  });
+}
+
+/**
+ * One batch at a time per campaign, whatever Temporal believes: an attempt whose heartbeat timed
+ * out (a stalled event loop, a network split) may still be sending, and its retry must not send
+ * the same recipients beside it. The lock is a transaction-level advisory lock held for the
+ * batch; a killed worker's connection drops and Postgres releases it at once.
+ */
+async function withSendLock<T>(orm: Orm, campaignId: string, work: () => Promise<T>): Promise<T> {
+  return orm.em.fork().transactional(async (tx) => {
+    const got = await queryOne<{ ok: boolean }>(tx, 'select pg_try_advisory_xact_lock(hashtextextended(?, 0)) as ok', [
+      `campaign-send:${campaignId}`,
+    ]);
+    if (!got?.ok) throw ApplicationFailure.retryable('Another attempt is still sending this campaign', 'CampaignBusy');
+    return work();
+  });
+}
+
+/** Sleeps in slices, heartbeating between them; rejects when the activity is cancelled. */
+async function pause(ms: number): Promise<void> {
+  const ctx = Context.current();
+  for (let left = ms; left > 0; left -= 1000) {
+    ctx.heartbeat();
+    await ctx.sleep(Math.min(left, 1000));
+  }
+}
+
+/**
+ * Send permits from the project's throttle, reserved `chunk` at a time and shared by the batch's
+ * lanes. Each reservation also reads the campaign's status, so a cancel stops the lanes within
+ * one chunk; a campaign no longer SENDING ends the permits.
+ */
+class Pacer {
+  private available = 0;
+  private refilling: Promise<void> | undefined;
+  reserved = 0;
+  used = 0;
+  stopped = false;
+
+  constructor(private readonly reserve: (n: number) => Promise<{ waitMs: number; status: CampaignStatus | undefined }>, private readonly chunk: number) {}
+
+  /** A permit to send one email now, or false when the campaign stopped. */
+  async take(remaining: number): Promise<boolean> {
+    for (;;) {
+      if (this.stopped) return false;
+      if (this.available > 0) {
+        this.available -= 1;
+        this.used += 1;
+        return true;
+      }
+      this.refilling ??= this.refill(Math.max(1, Math.min(this.chunk, remaining))).finally(() => (this.refilling = undefined));
+      await this.refilling;
+    }
+  }
+
+  private async refill(n: number): Promise<void> {
+    Context.current().heartbeat();
+    const r = await this.reserve(n);
+    this.reserved += n;
+    if (r.status !== 'SENDING') {
+      this.stopped = true;
+      return;
+    }
+    if (r.waitMs > 0) await pause(r.waitMs);
+    this.available += n;
+  }
+}
+
+/**
+ * Writes SENT marks as soon as the relay accepts: one statement for whatever accumulated while the
+ * previous write ran, so under load the marks batch themselves and when idle each goes at once.
+ * The marks not yet written when a worker dies are the at-least-once gap (see sendCampaignBatch).
+ */
+class SentMarks {
+  private pending: SentMark[] = [];
+  private running: Promise<void> | undefined;
+  failure: unknown;
+  written = 0;
+
+  constructor(private readonly write: (marks: SentMark[]) => Promise<void>) {}
+
+  add(mark: SentMark): void {
+    this.pending.push(mark);
+    this.kick();
+  }
+
+  private kick(): void {
+    if (this.running || this.failure) return;
+    this.running = this.loop().finally(() => {
+      this.running = undefined;
+      if (this.pending.length) this.kick();
+    });
+  }
+
+  private async loop(): Promise<void> {
+    while (this.pending.length && !this.failure) {
+      const marks = this.pending.splice(0);
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await this.write(marks);
+          this.written += marks.length;
+          break;
+        } catch (err) {
+          if (attempt >= 5) {
+            this.failure = err;
+            return;
+          }
+          await new Promise((r) => setTimeout(r, 200 * attempt));
+        }
+      }
+    }
+  }
+
+  /** Resolves once every mark added so far is written; throws if writing them failed for good. */
+  async drain(): Promise<void> {
+    for (;;) {
+      if (this.running) await this.running;
+      else if (this.pending.length && !this.failure) this.kick();
+      else break;
+    }
+    if (this.failure) throw this.failure;
+  }
+}
+
+/** One recipient of a batch, in cursor order: an email to send, or nothing left to do. */
+interface Item {
+  contactId: string;
+  email: CampaignEmail | undefined;
+}
+
+export function createCampaignActivities({ orm, mailer, config }: { orm: Orm; mailer: Mailer; config: Config }) {
+  let linkSecret: Promise<string> | undefined;
+  const secret = () => (linkSecret ??= linkSigningSecret(orm.em.fork(), config.jwtSecret));
+
+  return {
+    /** SCHEDULED → SENDING when due, and the audience snapshot (once). */
+    async beginCampaignSend(input: { campaignId: string }): Promise<BeginOutcome> {
+      return permanent(beginCampaignSend(orm.em.fork(), input.campaignId));
+    },
+
+    async finishCampaign(input: { campaignId: string; outcome: 'SENT' | 'CANCELLED'; error?: string }): Promise<string> {
+      return finishCampaign(orm.em.fork(), input.campaignId, input.outcome, input.error);
+    },
+
+    /**
+     * Sends the next batch of a campaign: up to `batchSize` recipients after the cursor, read in
+     * pages of up to 100 — the next page is rendered (campaign compiled once per batch) and its
+     * email rows written (once per campaign + contact) while the current one sends — over
+     * `concurrency` lanes on the worker's pooled mailer, paced by the project's throttle, DKIM-signed
+     * with the domain's cached key, and marked SENT as the relay accepts.
+     *
+     * A retried batch (crash, timeout, relay down) sends no email twice that was marked: the
+     * recipients and email rows already SENT are skipped. What remains is SMTP's own gap: an email
+     * the relay accepted whose mark was not yet written when the worker died goes again (at most
+     * the emails in flight plus one mark write, a few milliseconds of sending).
+     */
+    async sendCampaignBatch(input: CampaignBatchInput): Promise<CampaignBatchResult> {
+      const ctx = Context.current();
+      const em = orm.em.fork();
+      const stoppedAt = (cursor: string | null): CampaignBatchResult => ({ cursor, done: false, stopped: true, sent: 0, skipped: 0, failed: 0 });
+      const campaign = await loadSendingCampaign(em, input.campaignId);
+      if (!campaign || campaign.status !== 'SENDING') return stoppedAt(input.after);
+
+      return withSendLock(orm, input.campaignId, async () => {
+        // A domain that lost its verification pauses the send (retried with backoff) until it is back.
+        const domainId = await requireVerifiedSender(em, campaign.projectId, campaign.fromEmail).catch((err: unknown) => {
+          throw err instanceof AppError ? ApplicationFailure.retryable(err.message, err.code) : err;
+        });
+        const keys = await loadDomainKeys(em, domainId);
+        const dkim = keys && { domainName: keys.domain, keySelector: keys.selector, privateKey: dkimKeyObject(keys.privateKeyPem) };
+        const content = await permanent(Promise.resolve().then(() => compileContent(campaign.subject, campaign.body)));
+        const linkSecretValue = await secret();
+        let skipped = 0;
+
+        /** Renders a page's recipients still to send, writes their rows, settles the ones not to send to. */
+        const prepare = async (recipients: Recipient[]): Promise<Item[]> => {
+          // Not sent to: unsubscribed since the snapshot (marketing), or suppressed (a hard bounce
+          // or a complaint, db/suppressions.ts).
+          const pending = recipients.filter((r) => r.status === 'PENDING');
+          const suppressed = await suppressedAmong(em, campaign.projectId, pending.map((r) => r.contact.email));
+          const settled: Parameters<typeof settleRecipients>[3] = [];
+          const drafts: CampaignEmailDraft[] = [];
+          for (const r of pending) {
+            if ((campaign.marketing && !r.contact.subscribed) || suppressed.has(r.contact.email.toLowerCase())) {
+              settled.push({ contactId: r.contact.id, status: 'SKIPPED', emailId: null });
+              skipped += 1;
+              continue;
+            }
+            // A retry renders with a new id but sends the row (and body) the first attempt wrote.
+            const id = randomUUID();
+            const rendered = renderForContact(content, r.contact, {
+              extra: {},
+              publicUrl: config.publicUrl,
+              linkSecret: linkSecretValue,
+              marketing: campaign.marketing,
+              // Opens and clicks feed the campaign's stats; tracked as /v1/send does, for marketing mail.
+              tracking: campaign.marketing ? { emailId: id } : undefined,
+            });
+            drafts.push({ id, contactId: r.contact.id, toEmail: r.contact.email, ...rendered });
+          }
+          const emails = await writeCampaignEmails(
+            em,
+            {
+              projectId: campaign.projectId,
+              campaignId: input.campaignId,
+              domainId,
+              marketing: campaign.marketing,
+              fromEmail: campaign.fromEmail,
+              fromName: campaign.fromName,
+              replyTo: campaign.replyTo,
+            },
+            drafts,
+          );
+          if (emails.size !== drafts.length) throw ApplicationFailure.retryable('Email rows of this batch are being written elsewhere');
+          // Rows an earlier attempt settled already (their recipient was marked with them).
+          for (const e of emails.values()) {
+            if (e.status !== 'QUEUED' && e.status !== 'SENDING') {
+              settled.push({ contactId: e.contactId, status: e.status === 'FAILED' ? 'FAILED' : 'SENT', emailId: e.email.id });
+            }
+          }
+          await settleRecipients(em, campaign.projectId, input.campaignId, settled);
+          return recipients.map((r) => {
+            const e = emails.get(r.contact.id);
+            return { contactId: r.contact.id, email: e && (e.status === 'QUEUED' || e.status === 'SENDING') ? e : undefined };
+          });
+        };
+
+        // The work in cursor order, loaded a page ahead of the lanes.
+        const page = Math.min(100, input.batchSize);
+        const items: Item[] = [];
+        const completed: boolean[] = [];
+        let loadedUpTo = input.after;
+        let requested = 0;
+        let noMorePages = false;
+        let endOfCampaign = false;
+        let loading: Promise<void> | undefined;
+        const loadPage = async () => {
+          const limit = Math.min(page, input.batchSize - requested);
+          const recipients = await loadRecipientBatch(em, input.campaignId, loadedUpTo, limit);
+          const prepared = await prepare(recipients);
+          // Only a page fully prepared moves the loader on (a failed one is loaded again).
+          requested += limit;
+          if (recipients.length < limit) endOfCampaign = true;
+          if (endOfCampaign || requested >= input.batchSize) noMorePages = true;
+          if (recipients.length) loadedUpTo = recipients[recipients.length - 1]!.contact.id;
+          items.push(...prepared);
+          completed.push(...prepared.map(() => false));
+        };
+        const load = () => (loading ??= loadPage().finally(() => (loading = undefined)));
+        let next = 0;
+        /** The index of the next item for a lane, or undefined when the batch has no more. */
+        const takeItem = async (): Promise<number | undefined> => {
+          for (;;) {
+            if (next < items.length) {
+              if (!noMorePages && items.length - next <= page / 2) void load().catch(() => undefined);
+              return next++;
+            }
+            if (noMorePages && !loading) return undefined;
+            await load();
+          }
+        };
+
+        const defaultRate = config.sendThrottlePerSecond;
+        const rate = await throttleRate(em, campaign.projectId, defaultRate);
+        const pacer = new Pacer(async (n) => {
+          const r = await reserveSendSlots<CampaignStatus>(em, campaign.projectId, n, defaultRate, campaignStatusSql(input.campaignId));
+          return { waitMs: r.waitMs, status: r.extra };
+        }, Math.max(1, Math.min(100, Math.floor(rate / 10))));
+        const marks = new SentMarks((m) => markCampaignEmailsSent(em, campaign.projectId, input.campaignId, m));
+        const failures: { emailId: string; contactId: string; error: string }[] = [];
+
+        const deadline = Date.now() + input.maxBatchSeconds * 1000;
+        let halt: { reason: 'stopped' | 'error'; error?: unknown } | undefined;
+        const stop = (reason: 'stopped' | 'error', error?: unknown) => (halt ??= { reason, error });
+
+        let lastBeat = 0;
+        const lane = async () => {
+          while (!halt) {
+            if (ctx.cancellationSignal.aborted) return void stop('error', ctx.cancellationSignal.reason);
+            if (marks.failure) return void stop('error', marks.failure);
+            if (Date.now() > deadline) return;
+            let i: number | undefined;
+            try {
+              i = await takeItem();
+            } catch (err) {
+              return void stop('error', err);
+            }
+            if (i === undefined || halt) return;
+            const item = items[i]!;
+            if (!item.email) {
+              completed[i] = true;
+              continue;
+            }
+            try {
+              // The remaining count sizes the reservation: a small batch does not reserve a whole chunk.
+              if (!(await pacer.take(items.length - i + (noMorePages ? 0 : page)))) return void stop('stopped');
+              if (halt) return;
+              const result = await mailer.send(composeMessage(item.email.email, dkim));
+              marks.add({ emailId: item.email.email.id, contactId: item.contactId, smtpResponse: result.response });
+              completed[i] = true;
+            } catch (err) {
+              if (err instanceof SmtpError && err.permanent) {
+                failures.push({ emailId: item.email.email.id, contactId: item.contactId, error: err.message });
+                completed[i] = true;
+              } else {
+                return void stop('error', err);
+              }
+            }
+            // The SDK throttles what reaches the server; this spares it a call per email.
+            if (Date.now() - lastBeat > 500) {
+              lastBeat = Date.now();
+              ctx.heartbeat(i);
+            }
+          }
+        };
+        await Promise.all(Array.from({ length: Math.max(1, input.concurrency) }, lane));
+        await loading?.catch(() => undefined);
+
+        // Whatever happened, what the relay accepted is recorded before this attempt ends.
+        await marks.drain();
+        await markCampaignEmailsFailed(em, input.campaignId, failures);
+        await releaseSendSlots(em, campaign.projectId, pacer.reserved - pacer.used, defaultRate);
+
+        if (halt?.reason === 'error') {
+          if (ctx.cancellationSignal.aborted) await ctx.cancelled;
+          throw halt.error;
+        }
+        let prefix = 0;
+        while (prefix < items.length && completed[prefix]) prefix++;
+        const cursor = prefix > 0 ? items[prefix - 1]!.contactId : input.after;
+        const counts = { sent: marks.written, skipped, failed: failures.length };
+        if (halt?.reason === 'stopped') return { ...stoppedAt(cursor), ...counts };
+        return { cursor, done: endOfCampaign && prefix === items.length, stopped: false, ...counts };
+      });
+    },
+  };
+}
