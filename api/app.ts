@@ -7,12 +7,14 @@ import { errorHandler, notFoundHandler } from './middleware/errors';
 import { rateLimit } from './middleware/rate-limit';
 import { registerActivityRoutes } from './routes/activity';
 import { registerAnalyticsRoutes } from './routes/analytics';
+import { registerBulkRoutes } from './routes/bulk';
 import { registerCampaignRoutes } from './routes/campaigns';
 import { registerContactRoutes } from './routes/contacts';
 import { registerDomainRoutes } from './routes/domains';
 import { registerEventRoutes } from './routes/events';
 import { registerExecutionRoutes } from './routes/executions';
 import { registerFieldRoutes } from './routes/fields';
+import { registerImportRoutes } from './routes/imports';
 import { registerMetaRoutes } from './routes/meta';
 import { registerNotifyRoutes } from './routes/notify';
 import { registerPublicRoutes } from './routes/public';
@@ -56,6 +58,10 @@ export function createApp(deps: AppDeps): App {
   });
   // Field routes first: `/contacts/fields` must not be taken for a contact id.
   registerFieldRoutes(registry, deps);
+  // `/contacts/bulk-*` and `/contacts/bulk/:jobId` before `/contacts/:id`.
+  registerBulkRoutes(registry, deps);
+  // `/contacts/import` and `/contacts/import/:jobId` before `/contacts/:id`.
+  registerImportRoutes(registry, deps);
   registerContactRoutes(registry, deps);
   registerPublicRoutes(registry, deps);
   registerVerifyRoutes(registry, deps);

@@ -813,3 +813,17 @@ export async function queueTestEmail(
   );
   return emailId;
 }
+
+/** Campaigns that address one of these segments (the way a campaign depends on a field or an event). */
+export async function campaignsTargeting(
+  em: EntityManager,
+  projectId: string,
+  segmentIds: string[],
+): Promise<{ id: string; name: string; status: string }[]> {
+  if (segmentIds.length === 0) return [];
+  return query<{ id: string; name: string; status: string }>(
+    em,
+    'select id, name, status from campaigns where project_id = ? and segment_id = any(?::text[]) order by id',
+    [projectId, segmentIds],
+  );
+}

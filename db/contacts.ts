@@ -15,7 +15,7 @@ export interface ContactDto {
   updatedAt: string;
 }
 
-interface ContactRow {
+export interface ContactRow {
   id: string;
   email: string;
   subscribed: boolean;
@@ -24,11 +24,12 @@ interface ContactRow {
   updated_at: Date;
 }
 
-const COLUMNS = 'c.id, c.email, c.subscribed, c.data, c.created_at, c.updated_at';
+/** The columns of a contact row, from `contacts c`. */
+export const CONTACT_COLUMNS = 'c.id, c.email, c.subscribed, c.data, c.created_at, c.updated_at';
 
 export const normalizeEmail = (email: string) => email.trim().toLowerCase();
 
-function toDto(row: ContactRow): ContactDto {
+export function toContactDto(row: ContactRow): ContactDto {
   return {
     id: row.id,
     email: row.email,
@@ -101,7 +102,7 @@ export async function upsertContact(
       subscribed = coalesce(?::boolean, c.subscribed),
       data = (c.data || ?::jsonb) - ?::text[],
       updated_at = now()
-    returning ${COLUMNS}, (xmax = 0) as inserted, (select subscribed from previous) as previous_subscribed`;
+    returning ${CONTACT_COLUMNS}, (xmax = 0) as inserted, (select subscribed from previous) as previous_subscribed`;
   const setJson = JSON.stringify(patch.set);
   const row = await queryOne<ContactRow & { inserted: boolean; previous_subscribed: boolean | null }>(em, sql, [
     ...reg.params,
@@ -117,7 +118,7 @@ export async function upsertContact(
     patch.remove,
   ]);
   return {
-    contact: toDto(row!),
+    contact: toContactDto(row!),
     isNew: row!.inserted,
     previousSubscribed: row!.inserted ? null : row!.previous_subscribed,
     transient: patch.transient,
@@ -125,12 +126,12 @@ export async function upsertContact(
 }
 
 export async function getContact(em: EntityManager, projectId: string, id: string): Promise<ContactDto> {
-  const row = await queryOne<ContactRow>(em, `select ${COLUMNS} from contacts c where c.project_id = ? and c.id = ?`, [
+  const row = await queryOne<ContactRow>(em, `select ${CONTACT_COLUMNS} from contacts c where c.project_id = ? and c.id = ?`, [
     projectId,
     id,
   ]);
   if (!row) throw notFound('contact');
-  return toDto(row);
+  return toContactDto(row);
 }
 
 export async function updateContact(
@@ -151,7 +152,7 @@ export async function updateContact(
       updated_at = now()
     from (select count(*) from previous) as locked
     where c.project_id = ? and c.id = ?
-    returning ${COLUMNS}, (select subscribed from previous) as previous_subscribed`;
+    returning ${CONTACT_COLUMNS}, (select subscribed from previous) as previous_subscribed`;
   try {
     const row = await queryOne<ContactRow & { previous_subscribed: boolean }>(em, sql, [
       ...reg.params,
@@ -165,7 +166,7 @@ export async function updateContact(
       id,
     ]);
     if (!row) throw notFound('contact');
-    return { contact: toDto(row), previousSubscribed: row.previous_subscribed };
+    return { contact: toContactDto(row), previousSubscribed: row.previous_subscribed };
   } catch (err) {
     if (isUniqueViolation(err)) {
       throw conflict('Another contact of this project already has that email', 'Use that contact, or choose another email.');
@@ -205,14 +206,14 @@ export async function listContacts(
   }
   const page = await keysetPage<ContactRow>(em, {
     from: 'contacts c',
-    columns: COLUMNS,
+    columns: CONTACT_COLUMNS,
     idColumn: 'c.id',
     where,
     params,
     limit: opts.limit,
     cursor: opts.cursor,
   });
-  return { ...page, data: page.data.map(toDto) };
+  return { ...page, data: page.data.map(toContactDto) };
 }
 
 export async function lookupContacts(

@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { JsonValue } from './entities/contact';
 import { newId } from './ids';
 import { type CursorPage, keysetPage } from './paging';
+import { campaignsTargeting } from './campaigns';
 import { segmentsUsingEvent } from './segments';
 import { query, queryOne } from './sql';
 import { type EventWorkflowUsage, workflowsUsingEvent } from './workflows';
@@ -136,12 +137,14 @@ export interface EventUsage extends EventWorkflowUsage {
   eventName: string;
   /** Segments with a filter on `event.<name>`. */
   segments: { id: string; name: string }[];
+  /** Campaigns addressing one of those segments. */
+  campaigns: { id: string; name: string; status: string }[];
 }
 
 /** Where a name is referenced. It need not have been tracked: a workflow may wait for it first. */
 export async function eventUsage(em: EntityManager, projectId: string, name: string): Promise<EventUsage> {
   const [workflows, segments] = await Promise.all([workflowsUsingEvent(em, projectId, name), segmentsUsingEvent(em, projectId, name)]);
-  return { eventName: name, ...workflows, segments };
+  return { eventName: name, ...workflows, segments, campaigns: await campaignsTargeting(em, projectId, segments.map((s) => s.id)) };
 }
 
 const DELETE_BATCH = 5000;

@@ -8,6 +8,8 @@ import { Migration20261125030000_segments } from './migrations/Migration20261125
 import { Migration20261125040000_campaigns } from './migrations/Migration20261125040000_campaigns';
 import { Migration20261125050000_tracking } from './migrations/Migration20261125050000_tracking';
 import { Migration20261125060000_analytics } from './migrations/Migration20261125060000_analytics';
+import { Migration20261125070000_imports } from './migrations/Migration20261125070000_imports';
+import { Migration20261125080000_bulk } from './migrations/Migration20261125080000_bulk';
 
 export type Orm = MikroORM;
 
@@ -20,6 +22,8 @@ const migrationsList = [
   { name: 'Migration20261125040000_campaigns', class: Migration20261125040000_campaigns },
   { name: 'Migration20261125050000_tracking', class: Migration20261125050000_tracking },
   { name: 'Migration20261125060000_analytics', class: Migration20261125060000_analytics },
+  { name: 'Migration20261125070000_imports', class: Migration20261125070000_imports },
+  { name: 'Migration20261125080000_bulk', class: Migration20261125080000_bulk },
 ];
 
 export function ormOptions(databaseUrl: string, overrides: Partial<Options> = {}): Options {

@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError, conflict, notFound, validationError } from '../errors';
+import { campaignsTargeting } from './campaigns';
+import { CONTACT_COLUMNS, type ContactDto, type ContactRow, toContactDto } from './contacts';
 import type { JsonValue } from './entities/contact';
 import { parseFieldName } from './fields';
 import { newId } from './ids';
@@ -278,34 +280,6 @@ export async function deleteSegment(em: EntityManager, projectId: string, id: st
 
 // ---- Members -----------------------------------------------------------------------------------------
 
-export interface ContactDto {
-  id: string;
-  email: string;
-  subscribed: boolean;
-  data: Record<string, JsonValue>;
-  createdAt: string;
-  updatedAt: string;
-}
-
-interface ContactRow {
-  id: string;
-  email: string;
-  subscribed: boolean;
-  data: Record<string, JsonValue>;
-  created_at: Date;
-  updated_at: Date;
-}
-
-const CONTACT_COLUMNS = 'c.id, c.email, c.subscribed, c.data, c.created_at, c.updated_at';
-const contactDto = (r: ContactRow): ContactDto => ({
-  id: r.id,
-  email: r.email,
-  subscribed: r.subscribed,
-  data: r.data,
-  createdAt: iso(r.created_at),
-  updatedAt: iso(r.updated_at),
-});
-
 /** GET /segments/:id/contacts: newest contacts first; a dynamic segment is evaluated now (live). */
 export async function segmentContacts(
   em: EntityManager,
@@ -330,7 +304,7 @@ export async function segmentContacts(
     pageSize,
     async (limit, offset) =>
       (await query<ContactRow>(em, `select ${CONTACT_COLUMNS} from ${from} order by c.id desc limit ? offset ?`, [...params, limit, offset])).map(
-        contactDto,
+        toContactDto,
       ),
     async () => (await queryOne<{ n: number }>(em, `select count(*)::int as n from ${from}`, params))!.n,
   );
@@ -588,8 +562,8 @@ export async function segmentsUsingEvent(em: EntityManager, projectId: string, e
 export interface FieldUsage {
   field: string;
   segments: SegmentRef[];
-  /** Campaigns address segments, not fields: none names a field itself. */
-  campaigns: { id: string; name: string }[];
+  /** Campaigns whose segment filters on the field. */
+  campaigns: { id: string; name: string; status: string }[];
   workflows: { workflowId: string; workflowName: string; stepId: string; stepName: string | null; field: string }[];
 }
 
@@ -614,7 +588,7 @@ export async function fieldUsage(em: EntityManager, projectId: string, field: st
   return {
     field: matcher.name,
     segments,
-    campaigns: [],
+    campaigns: await campaignsTargeting(em, projectId, segments.map((s) => s.id)),
     workflows: steps.map((s) => ({ workflowId: s.workflow_id, workflowName: s.workflow_name, stepId: s.id, stepName: s.name, field: s.field })),
   };
 }

@@ -6,7 +6,7 @@ import { workflowIds } from './ids';
 import { checkDomainNowUpdate, trackedEventSignal, type TrackedEventMessage } from './messages';
 import { CampaignIdKey, ContactIdKey, ProjectIdKey, TidingsWorkflowIdKey } from './search-attributes';
 import { campaignScheduleSignal, type CampaignTuning, DEFAULT_CAMPAIGN_TUNING } from './workflows/campaign';
-import type { campaign, deleteContactField, domainVerification, journey, JourneyInput, sendEmails } from './workflows';
+import type { bulkContacts, campaign, deleteContactField, domainVerification, journey, JourneyInput, sendEmails } from './workflows';
 
 export interface TemporalSettings {
   address: string;
@@ -39,6 +39,17 @@ export class TemporalGateway {
       typedSearchAttributes: [{ key: ProjectIdKey, value: projectId }],
     });
     return handle.result();
+  }
+
+  /** Starts the import job's workflow; a repeat for the same job joins the one under way. */
+  async startContactImport(projectId: string, jobId: string): Promise<void> {
+    await this.client.workflow.start<typeof import('./workflows').contactImport>('contactImport', {
+      taskQueue: this.taskQueue,
+      workflowId: workflowIds.contactImport(jobId),
+      workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+      args: [{ jobId }],
+      typedSearchAttributes: [{ key: ProjectIdKey, value: projectId }],
+    });
   }
 
   private domainVerificationStart(projectId: string, domainId: string) {
@@ -108,6 +119,17 @@ export class TemporalGateway {
     } catch (err) {
       if ((err as Error).name !== 'WorkflowNotFoundError') throw err;
     }
+  }
+
+  /** Starts the workflow of a bulk contact job; its id is the job's, so a repeat joins it. */
+  async startBulkContacts(projectId: string, jobId: string): Promise<void> {
+    await this.client.workflow.start<typeof bulkContacts>('bulkContacts', {
+      taskQueue: this.taskQueue,
+      workflowId: workflowIds.bulkContacts(jobId),
+      workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+      args: [{ jobId }],
+      typedSearchAttributes: [{ key: ProjectIdKey, value: projectId }],
+    });
   }
 
   /** Requests cancellation; the execution records CANCELLED itself before it stops. */

@@ -4,6 +4,8 @@
  */
 export const workflowIds = {
   deleteContactField: (projectId: string, key: string) => `contact-field-delete:${projectId}:${key}`,
+  /** One per CSV import job (the job row holds the file). */
+  contactImport: (jobId: string) => `contact-import:${jobId}`,
   domainVerification: (domainId: string) => `domain-verification:${domainId}`,
   /** Keyed by the first email of the request: the API starts it once per request. */
   sendEmails: (firstEmailId: string) => `send:${firstEmailId}`,
@@ -13,4 +15,6 @@ export const workflowIds = {
   segmentCompute: (segmentId: string) => `segment-compute:${segmentId}`,
   /** One per campaign, from its scheduled time to its last email. */
   campaign: (campaignId: string) => `campaign:${campaignId}`,
+  /** One per bulk contact job (POST /contacts/bulk-*). */
+  bulkContacts: (jobId: string) => `bulk:${jobId}`,
 };

@@ -104,6 +104,7 @@ test('GET /events/:eventName/usage: workflow triggers, WAIT_FOR_EVENT steps and 
     waitForEventSteps: [{ workflowId: billing.id, workflowName: 'Billing', stepId: wait.id, stepName: 'Wait for signup' }],
     conditionSteps: [{ workflowId: billing.id, workflowName: 'Billing', stepId: cond.id, stepName: null, field: 'event.signup', operator: 'triggered' }],
     segments: [],
+    campaigns: [],
   });
 
   expect((await get(project, '/events/never.seen/usage')).body).toEqual({
@@ -112,6 +113,7 @@ test('GET /events/:eventName/usage: workflow triggers, WAIT_FOR_EVENT steps and 
     waitForEventSteps: [],
     conditionSteps: [],
     segments: [],
+    campaigns: [],
   });
   // "contact" is an event name here, not the contact route.
   const contact = await get(project, '/events/contact/usage');

@@ -353,29 +353,23 @@ describe('delete, and where segments are used', () => {
   }
 
   test('409 while a scheduled or sending campaign uses the segment; deleted otherwise', async () => {
-    const createdTable = !(await queryOne<{ t: string | null }>(em(), `select to_regclass('campaigns')::text as t`))!.t;
-    if (createdTable) await query(em(), 'create table campaigns (id text primary key, project_id text, segment_id text, status text)');
-    try {
-      const seg = await createSegment({ name: 'Audience', condition: { field: 'subscribed', operator: 'equals', value: true } });
-      const campaign = await campaignUsing(seg.id, 'SCHEDULED');
-      const refused = await http().delete(`/segments/${seg.id}`).set(auth());
-      expect(refused.status).toBe(409);
-      expect(refused.body.error.code).toBe('CONFLICT');
-      await query(em(), `update campaigns set status = 'SENDING' where id = ?`, [campaign]);
-      expect((await http().delete(`/segments/${seg.id}`).set(auth())).status).toBe(409);
-      await query(em(), `update campaigns set status = 'SENT' where id = ?`, [campaign]);
-      const deleted = await http().delete(`/segments/${seg.id}`).set(auth());
-      expect(deleted.status).toBe(200);
-      expect(deleted.body).toEqual({ id: seg.id, deleted: true });
-      expect((await http().get(`/segments/${seg.id}`).set(auth())).status).toBe(404);
-      expect((await http().delete(`/segments/${seg.id}`).set(auth())).status).toBe(404);
-      await query(em(), 'delete from campaigns where id = ?', [campaign]);
-    } finally {
-      if (createdTable) await query(em(), 'drop table campaigns');
-    }
+    const seg = await createSegment({ name: 'Audience', condition: { field: 'subscribed', operator: 'equals', value: true } });
+    const campaign = await campaignUsing(seg.id, 'SCHEDULED');
+    const refused = await http().delete(`/segments/${seg.id}`).set(auth());
+    expect(refused.status).toBe(409);
+    expect(refused.body.error.code).toBe('CONFLICT');
+    await query(em(), `update campaigns set status = 'SENDING' where id = ?`, [campaign]);
+    expect((await http().delete(`/segments/${seg.id}`).set(auth())).status).toBe(409);
+    await query(em(), `update campaigns set status = 'SENT' where id = ?`, [campaign]);
+    const deleted = await http().delete(`/segments/${seg.id}`).set(auth());
+    expect(deleted.status).toBe(200);
+    expect(deleted.body).toEqual({ id: seg.id, deleted: true });
+    expect((await http().get(`/segments/${seg.id}`).set(auth())).status).toBe(404);
+    expect((await http().delete(`/segments/${seg.id}`).set(auth())).status).toBe(404);
+    await query(em(), 'delete from campaigns where id = ?', [campaign]);
   });
 
-  test('field usage lists segments and CONDITION steps; event usage lists segments', async () => {
+  test('field and event usage list segments, the campaigns addressing them, and CONDITION steps', async () => {
     const seg = await createSegment({
       name: 'Usage',
       condition: {
@@ -389,12 +383,13 @@ describe('delete, and where segments are used', () => {
       transitions: [],
       enable: false,
     });
+    const campaign = await campaignUsing(seg.id, 'DRAFT');
     const usage = await http().get('/contacts/fields/data.tier/usage').set(auth());
     expect(usage.status).toBe(200);
     expect(usage.body).toEqual({
       field: 'data.tier',
       segments: [{ id: seg.id, name: 'Usage' }],
-      campaigns: [],
+      campaigns: [{ id: campaign, name: 'x', status: 'DRAFT' }],
       workflows: [{ workflowId: wf.id, workflowName: 'wf usage-check', stepId: wf.stepIds.check, stepName: null, field: 'data.tier' }],
     });
     expect((await http().get('/contacts/fields/tier/usage').set(auth())).body.segments).toEqual([{ id: seg.id, name: 'Usage' }]);
@@ -406,6 +401,7 @@ describe('delete, and where segments are used', () => {
     const events = await http().get('/events/upgraded/usage').set(auth());
     expect(events.status).toBe(200);
     expect(events.body.segments).toEqual([{ id: seg.id, name: 'Usage' }]);
+    expect(events.body.campaigns).toEqual([{ id: campaign, name: 'x', status: 'DRAFT' }]);
     expect((await http().get('/events/downgraded/usage').set(auth())).body.segments).toEqual([]);
   });
 });

@@ -143,7 +143,11 @@ test('refusals: unverified domain, bad subject, headers, attachments, missing co
   expect(fieldsOf(badTemplate)).toEqual(['body']);
 
   // Nothing was queued by any refusal.
-  const row = await queryOne<{ n: string }>(env.orm.em.fork(), "select count(*) n from emails where to_email = 'x@example.org'");
+  const row = await queryOne<{ n: string }>(
+    env.orm.em.fork(),
+    "select count(*) n from emails where project_id = ? and to_email = 'x@example.org'",
+    [project.id],
+  );
   expect(Number(row!.n)).toBe(0);
 });
 

@@ -247,7 +247,9 @@ test('a workflow email from a MARKETING template is tracked too', async () => {
   await env.http().post('/v1/track').set(auth).send({ email: 'joiner@example.org', event: 'joined' }).expect(200);
   const message = await waitUntil(async () => smtp.messages.find((m) => m.envelope.to.includes('joiner@example.org')));
   const html = String((await simpleParser(message.raw)).html).trim();
-  const [row] = await query<{ id: string }>(env.orm.em.fork(), "select id from emails where to_email = 'joiner@example.org'");
+  const [row] = await query<{ id: string }>(env.orm.em.fork(), "select id from emails where project_id = ? and to_email = 'joiner@example.org'", [
+    project.id,
+  ]);
   // The links carry the id of the row that was written.
   const token = hrefs(html)[0]!.href.split('/t/c/')[1]!;
   expect(verifyClickToken(env.deps.linkSecret, token)).toEqual({ emailId: row!.id, url: 'https://shop.example.com/pricing?plan=pro&ref=' });

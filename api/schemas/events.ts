@@ -71,6 +71,9 @@ export const eventUsageResponse = z.object({
     .array(z.object({ ...workflowRef, stepId: z.string(), stepName: z.string().nullable(), field: z.string(), operator: z.string() }))
     .describe('CONDITION steps testing event.<name>'),
   segments: z.array(z.object({ id: z.string(), name: z.string() })).describe('Segments with a filter on event.<name>'),
+  campaigns: z
+    .array(z.object({ id: z.string(), name: z.string(), status: z.string() }))
+    .describe('Campaigns addressing one of those segments'),
 });
 
 export const deleteEventsResponse = z.object({

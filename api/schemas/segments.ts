@@ -192,7 +192,7 @@ const ref = z.object({ id: z.string(), name: z.string() });
 export const fieldUsageResponse = z.object({
   field: z.string(),
   segments: z.array(ref).describe('Segments with a filter on the field'),
-  campaigns: z.array(ref).describe('Campaigns address segments, not fields: always empty'),
+  campaigns: z.array(ref.extend({ status: z.string() })).describe('Campaigns whose segment filters on the field'),
   workflows: z
     .array(z.object({ workflowId: z.string(), workflowName: z.string(), stepId: z.string(), stepName: z.string().nullable(), field: z.string() }))
     .describe('CONDITION steps reading the field'),

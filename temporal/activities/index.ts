@@ -2,10 +2,12 @@ import type { Config } from '../../config';
 import type { Orm } from '../../db/orm';
 import type { DnsLookup } from '../../mail/dns';
 import type { Mailer } from '../../mail/transport';
+import { createBulkActivities } from './bulk';
 import { createCampaignActivities } from './campaigns';
 import { createConditionActivities } from './conditions';
 import { createContactFieldActivities } from './contact-fields';
 import { createDomainActivities } from './domains';
+import { createImportActivities } from './imports';
 import { createJourneyActivities } from './journeys';
 import { createSegmentActivities } from './segments';
 import { createSendActivities } from './send';
@@ -22,6 +24,7 @@ export interface ActivityDeps {
 export function createActivities(deps: ActivityDeps) {
   return {
     ...createContactFieldActivities(deps),
+    ...createImportActivities(deps),
     ...createDomainActivities(deps),
     ...createSendActivities(deps),
     ...createJourneyActivities(deps),
@@ -29,6 +32,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createWebhookActivities(deps),
     ...createSegmentActivities(deps),
     ...createCampaignActivities(deps),
+    ...createBulkActivities(deps),
   };
 }
 
