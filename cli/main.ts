@@ -4,6 +4,7 @@ import { createOrm, migrate } from '../db/orm';
 import { createProject, rotateProjectKeys } from '../db/projects';
 import { AppError } from '../errors';
 import { StartupError } from './errors';
+import { parseContactsImportArgs, runContactsImport } from './import';
 import { resolveDatabase } from './services';
 import { startService } from './start';
 
@@ -13,6 +14,11 @@ const USAGE = `Usage: tidings <command>
   migrate                          apply database migrations
   project create <name>            create a project; prints {id, name, secretKey, publicKey}
   project rotate-keys <projectId>  replace both keys of a project; prints the new ones
+  contacts import <file> --project <projectId> [--timeout <seconds>]
+                                   import a CSV file (UTF-8, at most 5 MB) into a project; shows
+                                   progress on stderr until the worker finishes, then prints the
+                                   job JSON. Exit 0 completed, 1 failed, 2 still queued/running
+                                   after the timeout (default 600 s)
 
 Configuration comes from the environment (see README).`;
 
@@ -88,6 +94,13 @@ async function main(argv: string[]): Promise<number> {
       );
       await writeStdout(`${JSON.stringify(project, null, 2)}\n`);
       return 0;
+    }
+    case 'contacts': {
+      const [sub, ...subArgs] = rest;
+      if (sub !== 'import') return fail(sub === undefined ? 'Missing contacts subcommand.' : `Unknown contacts subcommand: ${sub}`);
+      const parsed = parseContactsImportArgs(subArgs);
+      if (typeof parsed === 'string') return fail(parsed);
+      return runContactsImport(parsed, { withDatabase, log, writeStdout });
     }
     default:
       return fail(`Unknown command: ${command}`);

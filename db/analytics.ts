@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { notFound, validationError } from '../errors';
+import { CAMPAIGN_COUNTS } from './campaigns';
 import { RESERVED_EVENT_PREFIXES } from './events';
 import { query, queryOne } from './sql';
 
@@ -229,8 +230,7 @@ const toStats = (r: CampaignStatsRow): CampaignStats => {
 
 /**
  * Per-campaign counts of its emails (emails.campaign_id, indexed), joined to the campaigns `c`
- * selected by `where`; the same definitions as the campaign's own stats (db/campaigns.ts):
- * "unsubscribed" are recipients unsubscribed now whose `contact.unsubscribed` came after their email.
+ * selected by `where`, with the campaign stats' own definitions (db/campaigns.ts).
  */
 const statsSql = (where: string, order: string) => `
   select c.id, c.name, c.status, c.sent_at, c.total_recipients,
@@ -239,11 +239,7 @@ const statsSql = (where: string, order: string) => `
     coalesce(s.unsubscribed, 0) as unsubscribed
   from campaigns c
   left join lateral (
-    select count(e.sent_at) as sent, count(e.delivered_at) as delivered, count(e.opened_at) as opened,
-      count(e.clicked_at) as clicked, count(e.bounced_at) as bounced, count(e.complained_at) as complained,
-      count(*) filter (where e.sent_at is not null and ct.subscribed = false and exists (
-        select 1 from events ev
-        where ev.contact_id = e.contact_id and ev.name = 'contact.unsubscribed' and ev.created_at >= e.sent_at)) as unsubscribed
+    select ${CAMPAIGN_COUNTS}
     from emails e left join contacts ct on ct.id = e.contact_id
     where e.campaign_id = c.id and e.project_id = c.project_id
   ) s on true

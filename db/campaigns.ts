@@ -7,7 +7,7 @@ import { requireVerifiedSender } from './domains';
 import { compileContent, renderForContact } from './email-content';
 import type { JsonValue } from './entities/contact';
 import { newId } from './ids';
-import { type CursorPage, keysetPage } from './paging';
+import { type CursorPage, projectRowsPage } from './paging';
 import { segmentContactsSql } from './segment-sql';
 import { query, queryOne } from './sql';
 
@@ -175,21 +175,23 @@ function toStats(totalRecipients: number, c: CountsRow | undefined): CampaignSta
  * recipients who are unsubscribed now and whose `contact.unsubscribed` event came after their
  * email of this campaign was sent.
  */
+/**
+ * The one definition of campaign stats, over `emails e left join contacts ct`: analytics counts
+ * with it too. "unsubscribed" are recipients unsubscribed now whose `contact.unsubscribed` came
+ * after their email.
+ */
+export const CAMPAIGN_COUNTS = `count(e.sent_at) as sent, count(e.delivered_at) as delivered, count(e.opened_at) as opened,
+  count(e.clicked_at) as clicked, count(e.bounced_at) as bounced, count(e.complained_at) as complained,
+  count(*) filter (where e.sent_at is not null and ct.subscribed = false and exists (
+    select 1 from events ev
+    where ev.contact_id = e.contact_id and ev.name = 'contact.unsubscribed' and ev.created_at >= e.sent_at)) as unsubscribed`;
+
 async function countsOf(em: EntityManager, campaignIds: string[]): Promise<Map<string, CountsRow>> {
   if (campaignIds.length === 0) return new Map();
   const rows = await query<CountsRow>(
     em,
-    `select e.campaign_id,
-       count(*) filter (where e.sent_at is not null) as sent,
-       count(*) filter (where e.delivered_at is not null) as delivered,
-       count(*) filter (where e.opened_at is not null) as opened,
-       count(*) filter (where e.clicked_at is not null) as clicked,
-       count(*) filter (where e.bounced_at is not null) as bounced,
-       count(*) filter (where e.complained_at is not null) as complained,
-       count(*) filter (where e.sent_at is not null and c.subscribed = false and exists (
-         select 1 from events ev
-         where ev.contact_id = e.contact_id and ev.name = 'contact.unsubscribed' and ev.created_at >= e.sent_at)) as unsubscribed
-     from emails e left join contacts c on c.id = e.contact_id
+    `select e.campaign_id, ${CAMPAIGN_COUNTS}
+     from emails e left join contacts ct on ct.id = e.contact_id
      where e.campaign_id = any(?::text[])
      group by e.campaign_id`,
     [campaignIds],
@@ -282,15 +284,7 @@ export async function listCampaigns(
   projectId: string,
   opts: { limit: number; cursor?: string },
 ): Promise<CursorPage<CampaignDto>> {
-  const page = await keysetPage<CampaignRow>(em, {
-    from: 'campaigns',
-    columns: COLUMNS,
-    idColumn: 'id',
-    where: ['project_id = ?'],
-    params: [projectId],
-    limit: opts.limit,
-    cursor: opts.cursor,
-  });
+  const page = await projectRowsPage<CampaignRow>(em, 'campaigns', COLUMNS, projectId, opts);
   return { ...page, data: await withStats(em, page.data) };
 }
 

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { z } from 'zod';
-import { notFound } from '../errors';
+import { AppError, notFound } from '../errors';
 import type { FieldType } from './entities/contact-field';
 import { normalizeEmail } from './contacts';
 import { newId } from './ids';
@@ -59,6 +59,29 @@ function toDto(r: ImportJobRow): ImportJobDto {
     createdAt: new Date(r.created_at).toISOString(),
     updatedAt: new Date(r.updated_at).toISOString(),
   };
+}
+
+/** Spec "Limits": 5 MB per CSV upload. */
+export const MAX_IMPORT_BYTES = 5 * 1024 * 1024;
+
+export const importTooLarge = () =>
+  new AppError(413, 'PAYLOAD_TOO_LARGE', `The CSV file exceeds the limit of ${MAX_IMPORT_BYTES} bytes (5 MB)`, {
+    suggestion: 'Split the file into parts of at most 5 MB and import each.',
+  });
+
+/**
+ * The checks every CSV upload passes before a job is created (API and CLI alike): at most 5 MB,
+ * and valid UTF-8 (a BOM is fine), so the worker only sees text it can read.
+ */
+export function validateImportFile(file: Buffer): void {
+  if (file.length > MAX_IMPORT_BYTES) throw importTooLarge();
+  try {
+    new TextDecoder('utf-8', { fatal: true }).decode(file);
+  } catch {
+    throw new AppError(422, 'INVALID_ENCODING', 'The CSV file is not valid UTF-8', {
+      suggestion: 'Save the file as UTF-8 (for example "CSV UTF-8" in a spreadsheet) and upload it again.',
+    });
+  }
 }
 
 export async function createImportJob(em: EntityManager, projectId: string, file: Buffer): Promise<string> {

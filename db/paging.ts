@@ -84,3 +84,14 @@ export async function keysetPage<T extends { id: string }>(
   );
   return toCursorPage(rows, spec.limit, total);
 }
+
+/** The plain list endpoint: one table's rows of the project, newest first. */
+export function projectRowsPage<T extends { id: string }>(
+  em: EntityManager,
+  table: string,
+  columns: string,
+  projectId: string,
+  opts: { limit: number; cursor?: string },
+): Promise<CursorPage<T>> {
+  return keysetPage<T>(em, { from: table, columns, idColumn: 'id', where: ['project_id = ?'], params: [projectId], ...opts });
+}

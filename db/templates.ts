@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { notFound } from '../errors';
 import { newId } from './ids';
-import { type CursorPage, keysetPage } from './paging';
+import { type CursorPage, projectRowsPage } from './paging';
 import { query, queryOne } from './sql';
 
 /** Longest template name the API accepts (api/schemas/templates.ts). */
@@ -123,15 +123,7 @@ export async function listTemplates(
   projectId: string,
   opts: { limit: number; cursor?: string },
 ): Promise<CursorPage<TemplateDto>> {
-  const page = await keysetPage<TemplateRow>(em, {
-    from: 'templates',
-    columns: COLUMNS,
-    idColumn: 'id',
-    where: ['project_id = ?'],
-    params: [projectId],
-    limit: opts.limit,
-    cursor: opts.cursor,
-  });
+  const page = await projectRowsPage<TemplateRow>(em, 'templates', COLUMNS, projectId, opts);
   return { ...page, data: page.data.map(toDto) };
 }
 

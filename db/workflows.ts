@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError, conflict, type FieldError, notFound, validationError } from '../errors';
 import type { FieldType } from './entities/contact-field';
 import { newId } from './ids';
-import { type CursorPage, keysetPage } from './paging';
+import { type CursorPage, projectRowsPage } from './paging';
 import { query, queryOne } from './sql';
 import { type GraphIssue, type ValidatableGraph, validateGraph } from './workflow-graph';
 import { allowedBranches, type Branch, type GraphStep, type JourneyGraph, type StepConfigs, type StepType, type UserStepType } from './workflow-steps';
@@ -127,15 +127,7 @@ export async function listWorkflows(
   projectId: string,
   opts: { limit: number; cursor?: string },
 ): Promise<CursorPage<WorkflowDto>> {
-  const page = await keysetPage<WorkflowRow>(em, {
-    from: 'workflows',
-    columns: COLUMNS,
-    idColumn: 'id',
-    where: ['project_id = ?'],
-    params: [projectId],
-    limit: opts.limit,
-    cursor: opts.cursor,
-  });
+  const page = await projectRowsPage<WorkflowRow>(em, 'workflows', COLUMNS, projectId, opts);
   return { ...page, data: page.data.map(toDto) };
 }
 

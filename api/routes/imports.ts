@@ -1,18 +1,12 @@
 import type { Request } from 'express';
 import busboy from 'busboy';
-import { AppError, validationError } from '../../errors';
-import { createImportJob, getImportJob } from '../../db/imports';
+import { validationError } from '../../errors';
+import { createImportJob, getImportJob, importTooLarge, MAX_IMPORT_BYTES, validateImportFile } from '../../db/imports';
 import type { AppDeps } from '../context';
 import type { RouteRegistry } from '../routing';
 import { importJobParams, importJobSchema, importQueuedResponse } from '../schemas/imports';
 
-/** Spec "Limits": 5 MB per CSV upload. */
-export const MAX_IMPORT_BYTES = 5 * 1024 * 1024;
-
-const tooLarge = () =>
-  new AppError(413, 'PAYLOAD_TOO_LARGE', `The CSV file exceeds the limit of ${MAX_IMPORT_BYTES} bytes (5 MB)`, {
-    suggestion: 'Split the file into parts of at most 5 MB and import each.',
-  });
+export { MAX_IMPORT_BYTES };
 
 const missingFile = (message = 'Send the CSV file as the multipart form part "file"') =>
   validationError([{ field: 'file', message, code: 'required' }]);
@@ -46,23 +40,12 @@ function readCsvUpload(req: Request): Promise<Buffer> {
     });
     parser.on('error', (err) => reject(missingFile(`The multipart body could not be read: ${(err as Error).message}`)));
     parser.on('close', () => {
-      if (truncated) reject(tooLarge());
+      if (truncated) reject(importTooLarge());
       else if (!found) reject(missingFile());
       else resolve(Buffer.concat(chunks));
     });
     req.pipe(parser);
   });
-}
-
-/** Invalid UTF-8 is refused at upload (a BOM is fine): the worker then only sees text it can read. */
-function assertUtf8(file: Buffer): void {
-  try {
-    new TextDecoder('utf-8', { fatal: true }).decode(file);
-  } catch {
-    throw new AppError(422, 'INVALID_ENCODING', 'The CSV file is not valid UTF-8', {
-      suggestion: 'Save the file as UTF-8 (for example "CSV UTF-8" in a spreadsheet) and upload it again.',
-    });
-  }
 }
 
 export function registerImportRoutes(api: RouteRegistry, deps: AppDeps): void {
@@ -77,7 +60,7 @@ export function registerImportRoutes(api: RouteRegistry, deps: AppDeps): void {
     status: 202,
     handler: async ({ scope, project, req }) => {
       const file = await readCsvUpload(req);
-      assertUtf8(file);
+      validateImportFile(file);
       const jobId = await createImportJob(scope.em, project.id, file);
       await deps.temporal.startContactImport(project.id, jobId);
       return { jobId, status: 'queued' as const };
