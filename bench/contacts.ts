@@ -18,35 +18,19 @@
  * PostgreSQL for the same cores; the environment is printed with the figures.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Client } from 'pg';
-import { findTemporalCli, freePort, startTemporalDevServer, type DevServerHandle } from '../cli/temporal-server';
+import { freePort } from '../cli/temporal-server';
 import { createOrm, migrate } from '../db/orm';
 import { createProject } from '../db/projects';
+import { devTemporal, freshDatabase, interruption, Teardown } from './harness';
+import { closedLoop, environmentLine, jsonClient, log, percentile, positiveInt } from './support';
 
 const ROOT = path.resolve(__dirname, '..');
 const BENCH_RATE_LIMIT = 1_000_000_000;
 const API_LOG_LEVEL = 'warn';
-
-const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
-
-// Ctrl-C must not leave the database or the (detached) Temporal dev server behind: during set-up
-// it aborts at the next step, during the run it stops issuing requests; cleanup runs either way.
-let interrupted = false;
-let onInterrupt: (() => void) | undefined;
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.on(signal, () => {
-    interrupted = true;
-    if (onInterrupt) onInterrupt();
-    else log(`${signal}: stopping after the current set-up step`);
-  });
-}
-const checkpoint = () => {
-  if (interrupted) throw new Error('interrupted');
-};
 
 function options() {
   const { values } = parseArgs({
@@ -61,22 +45,17 @@ function options() {
     process.stdout.write('Usage: npx tsx bench/contacts.ts [--n 100000] [--concurrency 32] [--max-seconds S]\n');
     process.exit(0);
   }
-  const int = (name: string, v: string | undefined) => {
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer, got ${v}`);
-    return n;
-  };
   return {
-    n: int('n', values.n),
-    concurrency: int('concurrency', values.concurrency),
-    maxSeconds: values['max-seconds'] === undefined ? undefined : int('max-seconds', values['max-seconds']),
+    n: positiveInt('n', values.n),
+    concurrency: positiveInt('concurrency', values.concurrency),
+    maxSeconds: values['max-seconds'] === undefined ? undefined : positiveInt('max-seconds', values['max-seconds']),
   };
 }
 
 /** The body of request i: a unique email and data fields of several types (string, number, boolean, date). */
-function body(i: number): string {
+function body(i: number) {
   const plans = ['free', 'starter', 'pro', 'enterprise'];
-  return JSON.stringify({
+  return {
     email: `user${i}@bench.example.com`,
     data: {
       plan: plans[i % plans.length],
@@ -86,7 +65,7 @@ function body(i: number): string {
       signedUpAt: new Date(Date.UTC(2024, 0, 1) + (i % 365) * 86_400_000).toISOString(),
       company: `Company ${i % 5000}`,
     },
-  });
+  };
 }
 
 interface Outcome {
@@ -98,48 +77,21 @@ interface Outcome {
   stoppedEarly: boolean;
 }
 
-async function runLoad(port: number, key: string, n: number, concurrency: number, maxSeconds: number | undefined): Promise<Outcome> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
+/** Closed loop over the keep-alive client; stops taking new requests once interrupted or past maxSeconds. */
+async function runLoad(
+  client: ReturnType<typeof jsonClient>,
+  stop: { readonly interrupted: boolean },
+  n: number,
+  concurrency: number,
+  maxSeconds: number | undefined,
+): Promise<Outcome> {
   const latenciesMs = new Float64Array(n);
   const statuses = new Map<string, number>();
   const firstErrors: string[] = [];
-  let next = 0;
   let done = 0;
-  let stop = false;
+  let stopped = false;
   const count = (k: string) => statuses.set(k, (statuses.get(k) ?? 0) + 1);
 
-  const post = (payload: string) =>
-    new Promise<{ status: number; text: string }>((resolve, reject) => {
-      const req = http.request(
-        {
-          host: '127.0.0.1',
-          port,
-          method: 'POST',
-          path: '/contacts',
-          agent,
-          headers: {
-            authorization: `Bearer ${key}`,
-            'content-type': 'application/json',
-            'content-length': Buffer.byteLength(payload),
-          },
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
-          res.on('error', reject);
-        },
-      );
-      req.setTimeout(30_000, () => req.destroy(new Error('timed out after 30 s')));
-      req.on('error', reject);
-      req.end(payload);
-    });
-
-  if (interrupted) stop = true;
-  onInterrupt = () => {
-    log('interrupted: finishing the requests in flight, then cleaning up');
-    stop = true;
-  };
   const started = performance.now();
   const deadline = maxSeconds === undefined ? Infinity : started + maxSeconds * 1000;
   let lastDone = 0;
@@ -149,38 +101,26 @@ async function runLoad(port: number, key: string, n: number, concurrency: number
     lastDone = done;
   }, 10_000);
 
-  const client = async () => {
-    while (!stop) {
-      const i = next++;
-      if (i >= n) return;
-      if (performance.now() > deadline) {
-        stop = true;
-        return;
-      }
-      const payload = body(i);
-      const t0 = performance.now();
-      try {
-        const res = await post(payload);
-        count(String(res.status));
-        if (res.status !== 200 && res.status !== 201 && firstErrors.length < 5) firstErrors.push(`${res.status} ${res.text.slice(0, 300)}`);
-      } catch (err) {
-        count(`network: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
-        if (firstErrors.length < 5) firstErrors.push((err as Error).message);
-      }
-      latenciesMs[done++] = performance.now() - t0;
+  await closedLoop(n, concurrency, async (i) => {
+    if (stopped || stop.interrupted || performance.now() > deadline) {
+      stopped = true;
+      return;
     }
-  };
-  await Promise.all(Array.from({ length: concurrency }, client));
+    const payload = body(i);
+    const t0 = performance.now();
+    try {
+      const res = await client.request('POST', '/contacts', payload);
+      count(String(res.status));
+      if (res.status !== 200 && res.status !== 201 && firstErrors.length < 5) firstErrors.push(`${res.status} ${res.text.slice(0, 300)}`);
+    } catch (err) {
+      count(`network: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+      if (firstErrors.length < 5) firstErrors.push((err as Error).message);
+    }
+    latenciesMs[done++] = performance.now() - t0;
+  });
   const elapsedS = (performance.now() - started) / 1000;
   clearInterval(progress);
-  onInterrupt = undefined;
-  agent.destroy();
   return { latenciesMs: latenciesMs.subarray(0, done), done, statuses, firstErrors, elapsedS, stoppedEarly: done < n };
-}
-
-function percentile(sorted: Float64Array, p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 }
 
 function startApi(env: Record<string, string>): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
@@ -218,33 +158,14 @@ async function waitForHealth(port: number, api: ReturnType<typeof startApi>, tim
 
 async function main(): Promise<void> {
   const opts = options();
-  const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-  const dbName = `tidings_bench_${Date.now()}`;
-  const databaseUrl = (() => {
-    const u = new URL(adminUrl);
-    u.pathname = `/${dbName}`;
-    return u.toString();
-  })();
-  const cleanups: (() => Promise<void>)[] = [];
-  const cleanup = async () => {
-    for (const fn of cleanups.reverse()) await fn().catch((err: unknown) => log(`cleanup: ${(err as Error).message}`));
-  };
+  const teardown = new Teardown();
+  // Ctrl-C (or SIGTERM) must not leave the database or the (detached) Temporal dev server behind:
+  // during set-up it aborts at the next step, during the run it stops issuing requests.
+  const stop = interruption();
 
   try {
-    const admin = new Client({ connectionString: adminUrl });
-    await admin.connect();
-    const pgVersion = (await admin.query<{ server_version: string }>('show server_version')).rows[0]!.server_version;
-    await admin.query(`create database ${dbName}`);
-    await admin.end();
-    cleanups.push(async () => {
-      const c = new Client({ connectionString: adminUrl });
-      await c.connect();
-      await c.query(`drop database if exists ${dbName} with (force)`);
-      await c.end();
-      log(`dropped database ${dbName}`);
-    });
-
-    const orm = await createOrm(databaseUrl);
+    const db = await freshDatabase(teardown, process.env.BENCH_DATABASE_URL);
+    const orm = await createOrm(db.url);
     let key: string;
     try {
       await migrate(orm);
@@ -252,24 +173,22 @@ async function main(): Promise<void> {
     } finally {
       await orm.close();
     }
-    log(`database ${dbName} created and migrated`);
-    checkpoint();
+    log(`database ${db.name} created and migrated`);
+    stop.checkpoint();
 
-    const cliPath = await findTemporalCli({ cliPath: process.env.TEMPORAL_CLI_PATH, allowBuild: true, log });
-    const temporal: DevServerHandle = await startTemporalDevServer({ cliPath, port: 0, uiPort: false, readinessTimeoutMs: 120_000, log });
-    cleanups.push(() => temporal.stop());
-    checkpoint();
+    const temporal = await devTemporal(teardown);
+    stop.checkpoint();
 
     const port = await freePort();
     const api = startApi({
       NODE_ENV: 'production',
-      DATABASE_URL: databaseUrl,
+      DATABASE_URL: db.url,
       TEMPORAL_ADDRESS: temporal.address,
       PORT: String(port),
       RATE_LIMIT_PER_MINUTE: String(BENCH_RATE_LIMIT),
       LOG_LEVEL: API_LOG_LEVEL,
     });
-    cleanups.push(async () => {
+    teardown.add(async () => {
       if (api.child.exitCode !== null) return;
       api.child.kill('SIGTERM');
       const timer = setTimeout(() => api.child.kill('SIGKILL'), 15_000);
@@ -277,13 +196,15 @@ async function main(): Promise<void> {
       clearTimeout(timer);
     });
     await waitForHealth(port, api, 120_000);
-    checkpoint();
+    stop.checkpoint();
     log(`API up on 127.0.0.1:${port}; sending ${opts.n} requests with ${opts.concurrency} clients`);
 
     const loadBefore = os.loadavg()[0]!;
-    const result = await runLoad(port, key, opts.n, opts.concurrency, opts.maxSeconds);
+    const client = jsonClient(port, key, opts.concurrency);
+    teardown.add(async () => client.close());
+    const result = await runLoad(client, stop, opts.n, opts.concurrency, opts.maxSeconds);
 
-    const check = new Client({ connectionString: databaseUrl });
+    const check = new Client({ connectionString: db.url });
     await check.connect();
     const stored = Number((await check.query<{ n: string }>('select count(*) as n from contacts')).rows[0]!.n);
     await check.end();
@@ -291,12 +212,11 @@ async function main(): Promise<void> {
     const sorted = Float64Array.from(result.latenciesMs).sort();
     const ok = (result.statuses.get('201') ?? 0) + (result.statuses.get('200') ?? 0);
     const errors = result.done - ok;
-    const cpu = os.cpus();
     const ms = (v: number) => v.toFixed(1);
     const lines = [
       '',
       `Tidings contacts bench: POST /contacts (upsert), ${result.done} requests${result.stoppedEarly ? ` (stopped early; ${opts.n} planned)` : ''}, ${opts.concurrency} concurrent keep-alive clients`,
-      `  environment   ${cpu.length} cores (${cpu[0]?.model.trim() ?? 'unknown CPU'}), ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, node ${process.version}, ${os.platform()} ${os.arch()}, PostgreSQL ${pgVersion}`,
+      `  environment   ${environmentLine(db.serverVersion)}`,
       `  load average  ${loadBefore.toFixed(1)} before, ${os.loadavg()[0]!.toFixed(1)} after (1-minute; other work on the machine skews the figures)`,
       `  setup         API in its own process (tidings start --api via tsx, NODE_ENV=production, LOG_LEVEL=${API_LOG_LEVEL}); load generator, API and PostgreSQL share the machine`,
       `  rate limit    RATE_LIMIT_PER_MINUTE raised to ${BENCH_RATE_LIMIT} for the bench (default 1000): the limiter still counts every request in PostgreSQL but never throttles`,
@@ -311,7 +231,8 @@ async function main(): Promise<void> {
     process.stdout.write(lines.join('\n'));
     if (errors > 0 || stored !== ok) process.exitCode = 1;
   } finally {
-    await cleanup();
+    await teardown.run();
+    stop.dispose();
   }
 }
 

@@ -1,8 +1,7 @@
 /**
  * The in-process service stack a bench needs to send mail through Temporal, torn down in reverse
  * order however the run ends. It is bench/send.ts's set-up, taken apart so another bench can
- * start the same thing (bench/workflows.ts uses it; bench/send.ts and bench/contacts.ts still
- * carry their own copies: send.ts's would be startStack + verifiedDomain + headersOf, contacts.ts's
+ * start the same thing (bench/send.ts and bench/workflows.ts use startStack; bench/contacts.ts uses
  * freshDatabase + devTemporal + Teardown + interruption, keeping its API child process):
  *
  *  - a fresh database on the PostgreSQL server at BENCH_POSTGRES_ADMIN_URL (default
@@ -103,9 +102,12 @@ export interface Stack {
   postmasterPid: number | undefined;
 }
 
-/** A fresh, empty database on the server of BENCH_POSTGRES_ADMIN_URL, dropped by `teardown`. */
-export async function freshDatabase(teardown: Teardown): Promise<BenchDatabase> {
-  const db = await createBenchDatabase(process.env.BENCH_POSTGRES_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
+/**
+ * A fresh, empty database on the server of `adminUrl` (when given; else BENCH_POSTGRES_ADMIN_URL
+ * or the local default), dropped by `teardown`.
+ */
+export async function freshDatabase(teardown: Teardown, adminUrl?: string): Promise<BenchDatabase> {
+  const db = await createBenchDatabase(adminUrl ?? process.env.BENCH_POSTGRES_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
   teardown.add(async () => (await db.drop(), log(`dropped database ${db.name}`)));
   return db;
 }

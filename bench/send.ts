@@ -4,7 +4,8 @@
  *
  *   npx tsx bench/send.ts [--n 2000] [--concurrency 16] [--recipients-per-request 1]
  *
- * It sets everything up on loopback itself and tears it down again:
+ * It sets everything up on loopback itself (bench/harness.ts startStack + verifiedDomain) and
+ * tears it down again:
  *  - a fresh database on the PostgreSQL server at BENCH_POSTGRES_ADMIN_URL (default
  *    postgres://postgres@127.0.0.1:5432/postgres), migrated, dropped at the end;
  *  - an in-memory, headless Temporal dev server on a free port (cli/temporal-server.ts);
@@ -22,23 +23,10 @@
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
-import { DefaultLogger, Runtime } from '@temporalio/worker';
-import pino from 'pino';
-import { createApp } from '../api/app';
-import { findTemporalCli, freePort, startTemporalDevServer } from '../cli/temporal-server';
-import { loadConfig } from '../config';
-import { createOrm, migrate } from '../db/orm';
-import { createProject } from '../db/projects';
-import { linkSigningSecret } from '../db/secrets';
-import { createDnsLookup } from '../mail/dns';
-import { mailerFromConfig } from '../mail/mailer';
-import { TemporalGateway } from '../temporal/client';
-import { startWorker } from '../temporal/worker';
-import { startDnsServer } from '../test/helpers/dns';
-import { startSmtpSink, type SmtpMessage } from '../test/helpers/smtp';
-import { closedLoop, createBenchDatabase, environmentLine, jsonClient, log, percentile, positiveInt } from './support';
+import type { SmtpMessage } from '../test/helpers/smtp';
+import { BENCH_RATE_LIMIT, headersOf, interruption, startStack, Teardown, verifiedDomain } from './harness';
+import { closedLoop, environmentLine, log, percentile, positiveInt } from './support';
 
-const BENCH_RATE_LIMIT = 1_000_000_000;
 const LOG_LEVEL = 'warn';
 const DOMAIN = 'bench-send.test';
 const SUBJECT = 'Your order {{order}} has shipped';
@@ -78,85 +66,17 @@ function sendBody(i: number, n: number, perRequest: number) {
   };
 }
 
-/** The Message-ID and DKIM d= of a raw message (headers only; both are short, unfolded lines here). */
-function headersOf(raw: Buffer) {
-  const head = raw.subarray(0, Math.max(0, raw.indexOf('\r\n\r\n'))).toString('latin1');
-  return {
-    messageId: /^message-id:\s*(<[^>\r\n]+>)/im.exec(head)?.[1],
-    dkimDomain: /^dkim-signature:[^]*?\bd=([^;\s]+)/im.exec(head)?.[1],
-  };
-}
-
 async function main(): Promise<void> {
   const opts = options();
   const requests = Math.ceil(opts.n / opts.perRequest);
-  const cleanups: (() => Promise<unknown>)[] = [];
-  // Ctrl-C stops the load and the waiting, then everything is torn down as on success.
-  let interrupted = false;
-  const onSigint = () => {
-    log('SIGINT: stopping, then cleaning up');
-    interrupted = true;
-  };
-  process.on('SIGINT', onSigint);
+  const teardown = new Teardown();
+  // Ctrl-C (or SIGTERM) stops the load and the waiting, then everything is torn down as on success.
+  const stop = interruption();
 
   try {
-    const db = await createBenchDatabase(process.env.BENCH_POSTGRES_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
-    cleanups.push(async () => (await db.drop(), log(`dropped database ${db.name}`)));
-
-    const cliPath = await findTemporalCli({ cliPath: process.env.TEMPORAL_CLI_PATH, allowBuild: true, log });
-    const temporal = await startTemporalDevServer({ cliPath, port: 0, uiPort: false, readinessTimeoutMs: 120_000, log });
-    cleanups.push(() => temporal.stop());
-    const dnsServer = await startDnsServer();
-    cleanups.push(() => dnsServer.close());
-    const sink = await startSmtpSink();
-    cleanups.push(() => sink.close());
-
-    const port = await freePort();
-    const config = loadConfig({
-      NODE_ENV: 'production',
-      PORT: String(port),
-      PUBLIC_URL: `http://127.0.0.1:${port}`,
-      DATABASE_URL: db.url,
-      TEMPORAL_ADDRESS: temporal.address,
-      SMTP_URL: sink.url,
-      DNS_SERVERS: dnsServer.address,
-      RATE_LIMIT_PER_MINUTE: String(BENCH_RATE_LIMIT),
-      LOG_LEVEL,
-    });
-    const settings = { address: temporal.address, namespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue };
-
-    // From here on, the same deps as cli/start.ts running API and worker in one process.
-    Runtime.install({ logger: new DefaultLogger('WARN') });
-    const orm = await createOrm(db.url);
-    cleanups.push(() => orm.close());
-    await migrate(orm);
-    log(`database ${db.name} created and migrated`);
-    const dns = createDnsLookup({ servers: config.dnsServers });
-    const mailer = mailerFromConfig(config, log);
-    cleanups.push(async () => mailer.close());
-    const worker = await startWorker(settings, { orm, dns, mailer, config });
-    cleanups.push(() => worker.shutdown());
-    const gateway = await TemporalGateway.connect(settings, config);
-    cleanups.push(() => gateway.close());
-    const linkSecret = await linkSigningSecret(orm.em.fork(), config.jwtSecret);
-    const { app } = createApp({ config, orm, temporal: gateway, logger: pino({ level: config.logLevel }), dns, linkSecret });
-    const server = await new Promise<import('node:http').Server>((resolve, reject) => {
-      const s = app.listen(port, '127.0.0.1', (err?: Error) => (err ? reject(err) : resolve(s)));
-    });
-    cleanups.push(() => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))));
-    log(`API on 127.0.0.1:${port}, worker on task queue "${settings.taskQueue}", sink at ${sink.url}`);
-
-    const project = await createProject(orm.em.fork(), 'bench');
-    const client = jsonClient(port, project.secretKey, opts.concurrency);
-    cleanups.push(async () => client.close());
-
-    // A verified domain: publish what POST /domains asks for, then force the check.
-    const added = await client.request('POST', '/domains', { domain: DOMAIN });
-    if (added.status !== 201) throw new Error(`POST /domains: ${added.status} ${added.text}`);
-    const domain = added.body as { id: string; records: { type: 'TXT'; name: string; value: string }[] };
-    for (const r of domain.records) dnsServer.set(r.name, r.type, [r.value]);
-    const verified = await client.request('GET', `/domains/${domain.id}/verify`);
-    if ((verified.body as { status?: string }).status !== 'verified') throw new Error(`domain not verified: ${verified.text}`);
+    const stack = await startStack({ teardown, checkpoint: stop.checkpoint, concurrency: opts.concurrency, logLevel: LOG_LEVEL });
+    const { db, sink, orm, client } = stack;
+    await verifiedDomain(stack, DOMAIN);
     log(`domain ${DOMAIN} verified; sending ${opts.n} emails in ${requests} requests with ${opts.concurrency} clients`);
 
     // The load. Latencies are per request; every email id the API returns is expected at the sink.
@@ -178,9 +98,9 @@ async function main(): Promise<void> {
       log(`${((performance.now() - start) / 1000).toFixed(0)} s: accepted ${now.accepted} (+${((now.accepted - last.accepted) / 5).toFixed(0)}/s), delivered ${now.delivered} (+${((now.delivered - last.delivered) / 5).toFixed(0)}/s)`);
       last = now;
     }, 5_000);
-    cleanups.push(async () => clearInterval(progress));
+    teardown.add(async () => clearInterval(progress));
     await closedLoop(requests, opts.concurrency, async (i) => {
-      if (interrupted) return;
+      if (stop.interrupted) return;
       const t0 = performance.now();
       let status: string;
       try {
@@ -204,7 +124,7 @@ async function main(): Promise<void> {
     // Delivery: until the sink holds as many messages as were accepted (or nothing arrives for a minute).
     let lastCount = -1;
     let lastProgress = Date.now();
-    while (!interrupted && sink.messages.length < expected.size && Date.now() - lastProgress < 60_000) {
+    while (!stop.interrupted && sink.messages.length < expected.size && Date.now() - lastProgress < 60_000) {
       if (sink.messages.length !== lastCount) [lastCount, lastProgress] = [sink.messages.length, Date.now()];
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -222,7 +142,7 @@ async function main(): Promise<void> {
       return new Map(rows.map((r) => [r.status, Number(r.n)]));
     };
     let rows = await rowCounts();
-    for (const deadline = Date.now() + 30_000; !interrupted && (rows.get('SENT') ?? 0) < expected.size && Date.now() < deadline; ) {
+    for (const deadline = Date.now() + 30_000; !stop.interrupted && (rows.get('SENT') ?? 0) < expected.size && Date.now() < deadline; ) {
       await new Promise((r) => setTimeout(r, 200));
       rows = await rowCounts();
     }
@@ -244,7 +164,7 @@ async function main(): Promise<void> {
     // Requests never sent because of Ctrl-C are not errors; the check fails on them anyway.
     const errors = done - (statuses.get('200') ?? 0);
     const checkOk =
-      !interrupted && errors === 0 && expected.size === opts.n && once === opts.n && duplicated === 0 && unexpected === 0 &&
+      !stop.interrupted && errors === 0 && expected.size === opts.n && once === opts.n && duplicated === 0 && unexpected === 0 &&
       unsigned === 0 && sink.messages.length === opts.n && sent === opts.n && totalRows === opts.n;
 
     const sorted = Float64Array.from(latencies.subarray(0, done)).sort();
@@ -252,7 +172,7 @@ async function main(): Promise<void> {
     const rate = (count: number, s: number) => (count / s).toFixed(0);
     const lines = [
       '',
-      `Tidings send bench: POST /v1/send, N=${opts.n} emails in ${requests} requests (${opts.perRequest} recipient(s) each), concurrency ${opts.concurrency} keep-alive clients${interrupted ? ` (interrupted after ${done} requests)` : ''}`,
+      `Tidings send bench: POST /v1/send, N=${opts.n} emails in ${requests} requests (${opts.perRequest} recipient(s) each), concurrency ${opts.concurrency} keep-alive clients${stop.interrupted ? ` (interrupted after ${done} requests)` : ''}`,
       `  environment   ${environmentLine(db.serverVersion)}`,
       `  load average  ${loadBefore.toFixed(1)} before, ${os.loadavg()[0]!.toFixed(1)} after (1-minute; other work on the machine skews the figures)`,
       `  setup         one Node process runs the load generator, the API (createApp, LOG_LEVEL=${LOG_LEVEL}), the Temporal worker (default options), the DNS server and the SMTP sink;`,
@@ -270,8 +190,8 @@ async function main(): Promise<void> {
     process.stdout.write(lines.join('\n'));
     if (!checkOk) process.exitCode = 1;
   } finally {
-    for (const fn of cleanups.reverse()) await fn().catch((err: unknown) => log(`cleanup: ${(err as Error).message}`));
-    process.off('SIGINT', onSigint);
+    await teardown.run();
+    stop.dispose();
   }
 }
 

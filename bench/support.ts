@@ -1,7 +1,6 @@
 /**
  * What the bench scripts have in common: a throwaway database, a keep-alive JSON client, a
- * closed-loop load runner, percentiles and the environment line. bench/contacts.ts predates this
- * file and still carries its own copies of these.
+ * closed-loop load runner, percentiles and the environment line.
  */
 import http from 'node:http';
 import os from 'node:os';

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { notFound, validationError } from '../errors';
-import { CAMPAIGN_COUNTS } from './campaigns';
+import { CAMPAIGN_COUNTS, type CampaignStats as Stats } from './campaigns';
 import { RESERVED_EVENT_PREFIXES } from './events';
 import { query, queryOne } from './sql';
 
@@ -170,22 +170,12 @@ export async function timeseries(em: EntityManager, projectId: string, req: Seri
   };
 }
 
-export interface CampaignStats {
+/** A campaign's own stats (db/campaigns.ts) with what identifies it in a ranking. */
+export interface CampaignStats extends Stats {
   id: string;
   name: string;
   status: string;
   sentAt: string | null;
-  totalRecipients: number;
-  sent: number;
-  delivered: number;
-  opened: number;
-  clicked: number;
-  bounced: number;
-  complained: number;
-  unsubscribed: number;
-  openRate: number;
-  clickRate: number;
-  bounceRate: number;
 }
 
 interface CampaignStatsRow {
