@@ -9,6 +9,7 @@ import { registerActivityRoutes } from './routes/activity';
 import { registerAnalyticsRoutes } from './routes/analytics';
 import { registerBulkRoutes } from './routes/bulk';
 import { registerCampaignRoutes } from './routes/campaigns';
+import { registerConfigRoutes } from './routes/config';
 import { registerContactRoutes } from './routes/contacts';
 import { registerDomainRoutes } from './routes/domains';
 import { registerEventRoutes } from './routes/events';
@@ -78,6 +79,7 @@ export function createApp(deps: AppDeps): App {
   registerSubscriptionRoutes(registry, deps);
   registerTrackingRoutes(registry, deps);
   registerNotifyRoutes(registry, deps);
+  registerConfigRoutes(registry, deps);
   registerMetaRoutes(registry, deps, VERSION);
 
   app.use(registry.router);

@@ -1,0 +1,42 @@
+import { z } from 'zod';
+import type { AppDeps } from '../context';
+import type { RouteRegistry } from '../routing';
+
+const configResponse = z.object({
+  environment: z.enum(['development', 'production', 'test']),
+  urls: z.object({ api: z.string(), dashboard: z.string() }),
+  features: z.object({
+    billing: z.object({ enabled: z.boolean() }),
+    storage: z.object({ objectStorage: z.boolean() }),
+    authProviders: z.object({ github: z.boolean(), google: z.boolean() }),
+    smtp: z.object({ enabled: z.boolean() }),
+    signups: z.object({ enabled: z.boolean() }),
+  }),
+});
+
+/**
+ * GET /config, without authentication: what this deployment offers, read from its configuration.
+ * Billing, object storage and OAuth providers have no implementation yet, so they are off.
+ */
+export function registerConfigRoutes(api: RouteRegistry, deps: AppDeps): void {
+  const { config } = deps;
+  api.add({
+    method: 'get',
+    path: '/config',
+    tag: 'Service',
+    summary: 'Public configuration and feature flags (no authentication)',
+    auth: 'none',
+    response: configResponse,
+    handler: () => ({
+      environment: config.nodeEnv,
+      urls: { api: config.publicUrl, dashboard: config.publicUrl },
+      features: {
+        billing: { enabled: false },
+        storage: { objectStorage: false },
+        authProviders: { github: false, google: false },
+        smtp: { enabled: config.smtpUrl !== undefined },
+        signups: { enabled: !config.disableSignups },
+      },
+    }),
+  });
+}
