@@ -8,7 +8,7 @@ import type { DnsServer } from './helpers/dns';
 import { bearer, startTestEnv, type TestEnv } from './helpers/env';
 import { type Domain, type SendingEnv, startSendingEnv, waitUntil } from './helpers/sending';
 import type { SmtpMessage, SmtpSink } from './helpers/smtp';
-import { spawnWorkerProcess, type WorkerProcess } from './helpers/worker-process';
+import { childWorkerEnv, spawnWorkerProcess, type WorkerProcess } from './helpers/worker-process';
 
 /**
  * Campaigns over the real stack: the API, Temporal, a worker (in-process, and for the restart test
@@ -488,19 +488,7 @@ describe('a worker killed mid-send', () => {
   let child: WorkerProcess | undefined;
   let project: ProjectWithKeys;
 
-  const workerEnv = (): Record<string, string> => ({
-    NODE_ENV: 'test',
-    LOG_LEVEL: 'silent',
-    PUBLIC_URL: 'http://localhost:3000',
-    DATABASE_URL: process.env.TEST_DATABASE_URL!,
-    TEMPORAL_ADDRESS: process.env.TEST_TEMPORAL_ADDRESS!,
-    TEMPORAL_TASK_QUEUE: env2.taskQueue,
-    WORKFLOW_BUNDLE: process.env.TEST_WORKFLOW_BUNDLE!,
-    SMTP_URL: smtp.url,
-    DNS_SERVERS: dns.address,
-    DOMAIN_CHECK_INTERVAL_SECONDS: '1',
-    SEND_RETRY_MAX_INTERVAL_SECONDS: '1',
-  });
+  const workerEnv = () => childWorkerEnv(env2.taskQueue, { smtpUrl: smtp.url, dnsAddress: dns.address });
 
   beforeAll(async () => {
     // An API of its own whose task queue only the child worker serves.

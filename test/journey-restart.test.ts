@@ -6,7 +6,7 @@ import { bearer, startTestEnv, type TestEnv } from './helpers/env';
 import { buildWorkflow, type BuiltWorkflow, getExecution, listExecutions, track } from './helpers/journeys';
 import { type Domain, waitUntil } from './helpers/sending';
 import { type SmtpMessage, type SmtpSink, startSmtpSink } from './helpers/smtp';
-import { spawnWorkerProcess, type WorkerProcess } from './helpers/worker-process';
+import { childWorkerEnv, spawnWorkerProcess, type WorkerProcess } from './helpers/worker-process';
 
 /**
  * The worker runs in a separate OS process that is killed with SIGKILL while executions are under
@@ -28,20 +28,8 @@ let child: WorkerProcess | undefined;
 let firstTpl: string;
 let secondTpl: string;
 
-const workerEnv = (): Record<string, string> => ({
-  NODE_ENV: 'test',
-  LOG_LEVEL: 'silent',
-  PUBLIC_URL: 'http://localhost:3000',
-  DATABASE_URL: process.env.TEST_DATABASE_URL!,
-  TEMPORAL_ADDRESS: process.env.TEST_TEMPORAL_ADDRESS!,
-  TEMPORAL_TASK_QUEUE: env.taskQueue,
-  WORKFLOW_BUNDLE: process.env.TEST_WORKFLOW_BUNDLE!,
-  SMTP_URL: smtp.url,
-  DNS_SERVERS: dns.address,
-  DOMAIN_CHECK_INTERVAL_SECONDS: '1',
-  SEND_RETRY_MAX_INTERVAL_SECONDS: '1',
-  JOURNEY_TIME_SCALE: TIME_SCALE,
-});
+const workerEnv = () =>
+  childWorkerEnv(env.taskQueue, { smtpUrl: smtp.url, dnsAddress: dns.address }, { JOURNEY_TIME_SCALE: TIME_SCALE });
 
 const auth = () => bearer(project.secretKey);
 const log = (msg: string) => process.env.TEST_VERBOSE && process.stderr.write(`[restart] ${msg}\n`);

@@ -81,6 +81,31 @@ const SCRIPT = __filename;
 const TSX = path.resolve(__dirname, '../../node_modules/.bin/tsx');
 
 /**
+ * The environment a child worker needs to serve a test env's task queue, on the run's database,
+ * Temporal server and workflow bundle, with the given SMTP and DNS servers.
+ */
+export function childWorkerEnv(
+  taskQueue: string,
+  servers: { smtpUrl: string; dnsAddress: string },
+  extra: Record<string, string> = {},
+): Record<string, string> {
+  return {
+    NODE_ENV: 'test',
+    LOG_LEVEL: 'silent',
+    PUBLIC_URL: 'http://localhost:3000',
+    DATABASE_URL: process.env.TEST_DATABASE_URL!,
+    TEMPORAL_ADDRESS: process.env.TEST_TEMPORAL_ADDRESS!,
+    TEMPORAL_TASK_QUEUE: taskQueue,
+    WORKFLOW_BUNDLE: process.env.TEST_WORKFLOW_BUNDLE!,
+    SMTP_URL: servers.smtpUrl,
+    DNS_SERVERS: servers.dnsAddress,
+    DOMAIN_CHECK_INTERVAL_SECONDS: '1',
+    SEND_RETRY_MAX_INTERVAL_SECONDS: '1',
+    ...extra,
+  };
+}
+
+/**
  * Starts the worker script in a new process group with the test's environment plus `env`, and
  * resolves once it printed "worker ready" (rejects, killing it, if it exits or takes too long).
  */
