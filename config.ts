@@ -42,6 +42,21 @@ const envSchema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   DISABLE_SIGNUPS: boolFlag,
   NOTIFY_SECRET: optionalString.pipe(z.string().min(16, 'NOTIFY_SECRET must be at least 16 characters').optional()),
+  SYSTEM_EMAIL_FROM: optionalString,
+  VERIFY_TOKEN_TTL_MINUTES: z.coerce.number().int().min(1).default(24 * 60),
+  RESET_TOKEN_TTL_MINUTES: z.coerce.number().int().min(1).default(60),
+  LOGIN_ATTEMPTS_PER_MINUTE: z.coerce.number().int().min(1).default(10),
+  STRIPE_SECRET_KEY: optionalString,
+  STRIPE_WEBHOOK_SECRET: optionalString,
+  STRIPE_PRICE_ID: optionalString,
+  STRIPE_API_URL: optionalString.pipe(z.url().optional()),
+  S3_BUCKET: optionalString,
+  S3_ENDPOINT: optionalString.pipe(z.url().optional()),
+  S3_REGION: z.string().min(1).default('us-east-1'),
+  S3_ACCESS_KEY_ID: optionalString,
+  S3_SECRET_ACCESS_KEY: optionalString,
+  S3_FORCE_PATH_STYLE: boolFlag,
+  S3_PUBLIC_URL: optionalString.pipe(z.url().optional()),
 });
 
 export type Config = {
@@ -88,6 +103,29 @@ export type Config = {
   disableSignups: boolean;
   /** Shared secret of POST /webhooks/notify (delivery, bounce, complaint); unset: the endpoint is off (404). */
   notifySecret: string | undefined;
+  auth: {
+    /** Sender of verification and password-reset mail. */
+    systemFrom: string;
+    verifyTokenTtlMinutes: number;
+    resetTokenTtlMinutes: number;
+    /** Login attempts per minute, counted per account and per client IP. */
+    loginAttemptsPerMinute: number;
+  };
+  /** Undefined: billing is off (no payment provider); caps and consumption still work. */
+  stripe: { secretKey: string; webhookSecret: string; priceId: string; apiUrl: string | undefined } | undefined;
+  /** Undefined: uploads are kept under DATA_DIR/uploads and served by the API. */
+  s3:
+    | {
+        bucket: string;
+        endpoint: string | undefined;
+        region: string;
+        accessKeyId: string | undefined;
+        secretAccessKey: string | undefined;
+        forcePathStyle: boolean;
+        /** Base URL objects are publicly reachable at; default: the bucket's own URL. */
+        publicUrl: string | undefined;
+      }
+    | undefined;
 };
 
 export class ConfigError extends Error {}
@@ -100,10 +138,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
   const e = parsed.data;
+  const publicUrl = (e.PUBLIC_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, '');
+  const stripeParts = [e.STRIPE_SECRET_KEY, e.STRIPE_WEBHOOK_SECRET, e.STRIPE_PRICE_ID];
+  if (stripeParts.some(Boolean) && !stripeParts.every(Boolean)) {
+    throw new ConfigError(
+      'Invalid configuration:\n  STRIPE_SECRET_KEY, STRIPE_WEBHOOK_SECRET and STRIPE_PRICE_ID are set together or not at all',
+    );
+  }
   return {
     nodeEnv: e.NODE_ENV,
     port: e.PORT,
-    publicUrl: (e.PUBLIC_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, ''),
+    publicUrl,
     databaseUrl: e.DATABASE_URL,
     dataDir: e.DATA_DIR,
     embeddedPostgresPort: e.EMBEDDED_POSTGRES_PORT,
@@ -130,5 +175,30 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: e.LOG_LEVEL,
     disableSignups: e.DISABLE_SIGNUPS,
     notifySecret: e.NOTIFY_SECRET,
+    auth: {
+      systemFrom: e.SYSTEM_EMAIL_FROM ?? `Tidings <no-reply@${new URL(publicUrl).hostname}>`,
+      verifyTokenTtlMinutes: e.VERIFY_TOKEN_TTL_MINUTES,
+      resetTokenTtlMinutes: e.RESET_TOKEN_TTL_MINUTES,
+      loginAttemptsPerMinute: e.LOGIN_ATTEMPTS_PER_MINUTE,
+    },
+    stripe: e.STRIPE_SECRET_KEY
+      ? {
+          secretKey: e.STRIPE_SECRET_KEY,
+          webhookSecret: e.STRIPE_WEBHOOK_SECRET!,
+          priceId: e.STRIPE_PRICE_ID!,
+          apiUrl: e.STRIPE_API_URL,
+        }
+      : undefined,
+    s3: e.S3_BUCKET
+      ? {
+          bucket: e.S3_BUCKET,
+          endpoint: e.S3_ENDPOINT,
+          region: e.S3_REGION,
+          accessKeyId: e.S3_ACCESS_KEY_ID,
+          secretAccessKey: e.S3_SECRET_ACCESS_KEY,
+          forcePathStyle: e.S3_FORCE_PATH_STYLE,
+          publicUrl: e.S3_PUBLIC_URL?.replace(/\/+$/, ''),
+        }
+      : undefined,
   };
 }

@@ -3,7 +3,9 @@ import type { Logger } from 'pino';
 import type { Config } from '../config';
 import type { Orm } from '../db/orm';
 import type { Project } from '../db/entities/project';
+import type { Role } from '../db/members';
 import type { KeyKind } from '../db/projects';
+import type { SessionUser } from '../db/users';
 import type { DnsLookup } from '../mail/dns';
 import type { TemporalGateway } from '../temporal/client';
 
@@ -17,14 +19,20 @@ export interface AppDeps {
   dns: DnsLookup;
   /** Signs unsubscribe / subscribe / manage links (db/secrets.ts). */
   linkSecret: string;
+  /** Signs session JWTs (db/secrets.ts). */
+  sessionSecret: string;
 }
 
 export interface AuthContext {
   project: Project;
-  keyKind: KeyKind;
+  /** How the caller reached the project: one of its keys, or a member's session. */
+  via: KeyKind | 'session';
+  /** The member's role; undefined for keys. */
+  role?: Role;
 }
 
 export interface RequestScope {
   em: EntityManager;
   auth?: AuthContext;
+  user?: SessionUser;
 }

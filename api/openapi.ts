@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import type { AnyRouteSpec } from './routing';
+import type { AnyRouteSpec, AuthMode } from './routing';
+import { SESSION_COOKIE } from './session';
 import { errorEnvelope } from './schemas/common';
 
 type JsonSchema = Record<string, unknown>;
@@ -53,6 +54,13 @@ const ERROR_STATUSES: Record<string, string> = {
   '429': 'Rate limit exceeded (see Retry-After)',
 };
 
+const SECURITY: Record<AuthMode, JsonSchema[]> = {
+  none: [],
+  secret: [{ secretKey: [] }, { session: [] }],
+  publicOrSecret: [{ secretKey: [] }, { publicKey: [] }, { session: [] }],
+  session: [{ session: [] }],
+};
+
 /** OpenAPI 3.1 generated from the registered routes and the zod schemas that validate them. */
 export function buildOpenApi(routes: AnyRouteSpec[], info: { version: string; serverUrl: string }): JsonSchema {
   toSchema(errorEnvelope, 'output'); // registers components.schemas.Error, which every error response references
@@ -75,8 +83,7 @@ export function buildOpenApi(routes: AnyRouteSpec[], info: { version: string; se
       summary: route.summary,
       tags: [route.tag],
       operationId: `${route.method}${route.path.replace(/[/:@.-]+(\w)?/g, (_m, c: string | undefined) => (c ?? '').toUpperCase())}`,
-      security:
-        route.auth === 'none' ? [] : route.auth === 'secret' ? [{ secretKey: [] }] : [{ secretKey: [] }, { publicKey: [] }],
+      security: SECURITY[route.auth],
       parameters: parameters(route),
       responses: {
         [successStatus]: route.response
@@ -102,6 +109,12 @@ export function buildOpenApi(routes: AnyRouteSpec[], info: { version: string; se
       securitySchemes: {
         secretKey: { type: 'http', scheme: 'bearer', description: 'Project secret key (sk_…)' },
         publicKey: { type: 'http', scheme: 'bearer', description: 'Project public key (pk_…), POST /v1/track only' },
+        session: {
+          type: 'apiKey',
+          in: 'cookie',
+          name: SESSION_COOKIE,
+          description: 'Dashboard session set by POST /auth/login; project routes also need the X-Project-Id header',
+        },
       },
       schemas: components,
     },

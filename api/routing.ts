@@ -1,10 +1,16 @@
 import express, { type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
 import type { z } from 'zod';
 import type { Project } from '../db/entities/project';
+import type { Role } from '../db/members';
+import type { SessionUser } from '../db/users';
 import type { AuthContext, RequestScope } from './context';
 import { parseOrThrow } from './validation';
 
-export type AuthMode = 'none' | 'secret' | 'publicOrSecret';
+/**
+ * none: open. secret: a secret key, or a session of a project member (project from X-Project-Id
+ * or `projectParam`). publicOrSecret: also a public key. session: a signed-in user only.
+ */
+export type AuthMode = 'none' | 'secret' | 'publicOrSecret' | 'session';
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
 type Schema = z.ZodType;
 type Out<S> = S extends Schema ? z.output<S> : undefined;
@@ -13,8 +19,10 @@ export interface RouteContext<A extends AuthMode, B, Q, P> {
   body: B;
   query: Q;
   params: P;
-  project: A extends 'none' ? undefined : Project;
-  auth: A extends 'none' ? undefined : AuthContext;
+  project: A extends 'none' ? undefined : A extends 'session' ? Project | undefined : Project;
+  auth: A extends 'none' ? undefined : A extends 'session' ? AuthContext | undefined : AuthContext;
+  /** The signed-in user; always set on session routes, set on key-or-session routes when a session was used. */
+  user: A extends 'session' ? SessionUser : SessionUser | undefined;
   scope: RequestScope;
   req: Request;
   res: Response;
@@ -27,6 +35,10 @@ export interface RouteSpec<A extends AuthMode, B extends Schema | undefined, Q e
   summary: string;
   tag: string;
   auth: A;
+  /** The project comes from this path parameter instead of the X-Project-Id header. */
+  projectParam?: string;
+  /** Least member role a session needs (OWNER > ADMIN > MEMBER); a secret key counts as ADMIN. */
+  role?: Exclude<Role, 'MEMBER'>;
   body?: B;
   query?: Q;
   params?: P;
@@ -45,7 +57,7 @@ export type AnyRouteSpec = RouteSpec<AuthMode, Schema | undefined, Schema | unde
 export interface Guards {
   /** Creates the per-request scope (entity manager fork). */
   scope: RequestHandler;
-  authenticate: (mode: Exclude<AuthMode, 'none'>) => RequestHandler;
+  authenticate: (spec: Pick<AnyRouteSpec, 'auth' | 'projectParam' | 'role' | 'method'>) => RequestHandler;
   rateLimit: RequestHandler;
 }
 
@@ -67,7 +79,7 @@ export class RouteRegistry {
     spec: RouteSpec<A, B, Q, P>,
   ): void {
     const chain: RequestHandler[] = [this.guards.scope];
-    if (spec.auth !== 'none') chain.push(this.guards.authenticate(spec.auth), this.guards.rateLimit);
+    if (spec.auth !== 'none') chain.push(this.guards.authenticate(spec), this.guards.rateLimit);
     if (spec.body) chain.push(express.json({ limit: spec.bodyLimit ?? '1mb', strict: false }));
     chain.push(async (req: Request, res: Response, next: NextFunction) => {
       try {
@@ -78,6 +90,7 @@ export class RouteRegistry {
           params: spec.params ? parseOrThrow(spec.params, req.params, 'params') : undefined,
           project: scope.auth?.project,
           auth: scope.auth,
+          user: scope.user,
           scope,
           req,
           res,

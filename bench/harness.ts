@@ -24,12 +24,12 @@ import type http from 'node:http';
 import { DefaultLogger, NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import pino from 'pino';
 import { createApp } from '../api/app';
+import { buildAppDeps } from '../api/deps';
 import { findTemporalCli, freePort, startTemporalDevServer, type DevServerHandle } from '../cli/temporal-server';
 import { type Config, loadConfig } from '../config';
 import type { Orm } from '../db/orm';
 import { createOrm, migrate } from '../db/orm';
 import { createProject, type ProjectWithKeys } from '../db/projects';
-import { linkSigningSecret } from '../db/secrets';
 import { createDnsLookup } from '../mail/dns';
 import { mailerFromConfig } from '../mail/mailer';
 import { type ActivityDeps, createActivities } from '../temporal/activities';
@@ -175,8 +175,7 @@ export async function startStack(opts: {
   checkpoint();
   const gateway = await TemporalGateway.connect(settings, config);
   teardown.add(() => gateway.close());
-  const linkSecret = await linkSigningSecret(orm.em.fork(), config.jwtSecret);
-  const { app } = createApp({ config, orm, temporal: gateway, logger: pino({ level: config.logLevel }), dns, linkSecret });
+  const { app } = createApp(await buildAppDeps({ config, orm, temporal: gateway, logger: pino({ level: config.logLevel }), dns }));
   const server = await new Promise<http.Server>((resolve, reject) => {
     const s = app.listen(port, '127.0.0.1', (err?: Error) => (err ? reject(err) : resolve(s)));
   });

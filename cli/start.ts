@@ -2,10 +2,10 @@ import type { Server } from 'node:http';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import pino from 'pino';
 import { createApp } from '../api/app';
+import { buildAppDeps } from '../api/deps';
 import type { Config } from '../config';
 import { createOrm, migrate } from '../db/orm';
 import { pruneRateLimitWindows } from '../db/rate-limit';
-import { linkSigningSecret } from '../db/secrets';
 import { createDnsLookup } from '../mail/dns';
 import { mailerFromConfig } from '../mail/mailer';
 import { TemporalGateway } from '../temporal/client';
@@ -82,8 +82,7 @@ export async function startService(config: Config, opts: StartOptions, log: Log)
     if (opts.api) {
       const gateway = await TemporalGateway.connect(settings, config);
       stops.push(() => gateway.close());
-      const linkSecret = await linkSigningSecret(orm.em.fork(), config.jwtSecret);
-      const { app } = createApp({ config, orm, temporal: gateway, logger, dns, linkSecret });
+      const { app } = createApp(await buildAppDeps({ config, orm, temporal: gateway, logger, dns }));
       // Express 5 hands a listen error (EADDRINUSE) to this callback rather than throwing it.
       const server: Server = await new Promise((resolve, reject) => {
         const s = app.listen(config.port, (err?: Error) =>

@@ -9,7 +9,7 @@ let lastRandom = 0n;
  * drawing anew, so ids it creates in order (an event and the one it caused) sort in that order.
  * Keyset pagination orders by id, so rows inserted while a client pages never shift a page.
  */
-export function newId(prefix: 'cnt' | 'prj' | 'evt' | 'job' | 'dom' | 'tpl' | 'wfl' | 'stp' | 'trn' | 'exe' | 'seg' | 'cmp'): string {
+export function newId(prefix: 'cnt' | 'prj' | 'evt' | 'job' | 'dom' | 'tpl' | 'wfl' | 'stp' | 'trn' | 'exe' | 'seg' | 'cmp' | 'usr' | 'sus' | 'upl' | 'sml'): string {
   const now = Date.now();
   if (now > lastTime) {
     lastTime = now;

@@ -10,6 +10,7 @@ import { Migration20261125050000_tracking } from './migrations/Migration20261125
 import { Migration20261125060000_analytics } from './migrations/Migration20261125060000_analytics';
 import { Migration20261125070000_imports } from './migrations/Migration20261125070000_imports';
 import { Migration20261125080000_bulk } from './migrations/Migration20261125080000_bulk';
+import { Migration20261126000000_accounts } from './migrations/Migration20261126000000_accounts';
 
 export type Orm = MikroORM;
 
@@ -24,6 +25,7 @@ const migrationsList = [
   { name: 'Migration20261125060000_analytics', class: Migration20261125060000_analytics },
   { name: 'Migration20261125070000_imports', class: Migration20261125070000_imports },
   { name: 'Migration20261125080000_bulk', class: Migration20261125080000_bulk },
+  { name: 'Migration20261126000000_accounts', class: Migration20261126000000_accounts },
 ];
 
 export function ormOptions(databaseUrl: string, overrides: Partial<Options> = {}): Options {

@@ -10,16 +10,17 @@ export interface RateLimitState {
 /**
  * Counts one request in the project's current one-minute window. The counter lives in
  * Postgres and the window comes from the database clock, so every API process shares one
- * count per project and one notion of "this minute".
+ * count per project and one notion of "this minute". `bucket` is a project id, or the name of
+ * another counter (`user:<id>`, `login-ip:<ip>`).
  */
-export async function hitRateLimit(em: EntityManager, projectId: string): Promise<RateLimitState> {
+export async function hitRateLimit(em: EntityManager, bucket: string): Promise<RateLimitState> {
   const row = await queryOne<{ count: number; reset: string }>(
     em,
     `insert into rate_limit_windows as w (project_id, window_start, count)
      values (?, date_trunc('minute', now()), 1)
      on conflict (project_id, window_start) do update set count = w.count + 1
      returning w.count, ceil(extract(epoch from (w.window_start + interval '1 minute' - now()))) as reset`,
-    [projectId],
+    [bucket],
   );
   return { count: row!.count, resetSeconds: Math.max(1, Number(row!.reset)) };
 }

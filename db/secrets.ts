@@ -23,3 +23,9 @@ export async function linkSigningSecret(em: EntityManager, jwtSecret: string | u
   if (jwtSecret) return createHmac('sha256', jwtSecret).update('tidings:contact-links').digest('hex');
   return instanceSecret(em, 'contact-links');
 }
+
+/** Key for session JWTs: derived from JWT_SECRET when configured, else generated once. */
+export async function sessionSigningSecret(em: EntityManager, jwtSecret: string | undefined): Promise<string> {
+  if (jwtSecret) return createHmac('sha256', jwtSecret).update('tidings:sessions').digest('hex');
+  return instanceSecret(em, 'sessions');
+}

@@ -72,7 +72,7 @@ test('GET /openapi.json is OpenAPI 3.1.0 and needs no credentials', async () => 
   expect(doc.info.title).toEqual(expect.any(String));
   expect(doc.info.version).toEqual(expect.any(String));
   expect(doc.components.schemas.Error).toBeDefined();
-  expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(['publicKey', 'secretKey']);
+  expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(['publicKey', 'secretKey', 'session']);
 });
 
 test('the document lists exactly the routes the app serves, each with a summary, bodies where parsed', async () => {

@@ -352,7 +352,7 @@ describe('isAlias', () => {
 function verifyApp(deps: TestEnv['deps']): Express {
   const registry = new RouteRegistry(express.Router(), {
     scope: requestScope(deps.orm),
-    authenticate: authenticate(deps.orm),
+    authenticate: authenticate(deps.sessionSecret),
     rateLimit: rateLimit(deps.config.rateLimitPerMinute),
   });
   registerVerifyRoutes(registry, deps);

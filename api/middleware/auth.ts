@@ -1,13 +1,22 @@
-import type { RequestHandler } from 'express';
-import type { Orm } from '../../db/orm';
+import type { Request, RequestHandler } from 'express';
+import { memberRole, roleAtLeast } from '../../db/members';
 import { findProjectByKey } from '../../db/projects';
+import type { Orm } from '../../db/orm';
+import type { Project } from '../../db/entities/project';
+import { ProjectSchema } from '../../db/entities/project';
 import { AppError } from '../../errors';
-import type { AuthMode } from '../routing';
+import type { AuthContext, RequestScope } from '../context';
+import type { AnyRouteSpec } from '../routing';
 import { scopeOf } from '../routing';
+import { readSession } from '../session';
 
-const missing = () =>
-  new AppError(401, 'MISSING_AUTH', 'No API key was provided', {
-    suggestion: 'Send your key in the header Authorization: Bearer <key>.',
+type GuardedRoute = Pick<AnyRouteSpec, 'auth' | 'projectParam' | 'role' | 'method'>;
+
+const missing = (sessionAllowed: boolean) =>
+  new AppError(401, 'MISSING_AUTH', sessionAllowed ? 'No API key or session was provided' : 'No session was provided', {
+    suggestion: sessionAllowed
+      ? 'Send your key in the header Authorization: Bearer <key>, or sign in with POST /auth/login.'
+      : 'Sign in with POST /auth/login; this endpoint belongs to a user, not to a project key.',
   });
 
 const invalid = (message = 'The API key is not valid') =>
@@ -15,33 +24,83 @@ const invalid = (message = 'The API key is not valid') =>
     suggestion: 'Use a current secret key (sk_…) of your project; keys stop working when rotated.',
   });
 
-/** Derives the project from a Bearer key; public keys pass only where the route allows them. */
-export function authenticate(orm: Orm) {
-  return (mode: Exclude<AuthMode, 'none'>): RequestHandler =>
+const invalidSession = () =>
+  new AppError(401, 'INVALID_SESSION', 'The session is not valid or has expired', {
+    suggestion: 'Sign in again with POST /auth/login.',
+  });
+
+const accessDenied = () =>
+  new AppError(403, 'PROJECT_ACCESS_DENIED', 'You are not a member of this project', {
+    suggestion: 'Ask an owner or admin of the project to add you, or pick one of your projects (GET /users/@me/projects).',
+  });
+
+/**
+ * Who may call a route: a project key (Bearer sk_/pk_), or a signed-in member of the project.
+ * A disabled project still answers reads, so its owners can see why; writes get 403 PROJECT_DISABLED.
+ */
+export function authenticate(sessionSecret: string) {
+  return (route: GuardedRoute): RequestHandler =>
     async (req, res, next) => {
       try {
+        const scope = scopeOf(res);
         const header = req.get('authorization');
-        if (!header || header.trim() === '') throw missing();
-        const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-        if (!match) throw invalid('The Authorization header must be "Bearer <key>"');
-        const found = await findProjectByKey(scopeOf(res).em, match[1]!);
-        if (!found) throw invalid();
-        if (found.kind === 'public' && mode !== 'publicOrSecret') {
-          throw invalid('A public key (pk_…) can only be used on POST /v1/track; use the secret key (sk_…)');
+        if (header && header.trim() !== '' && route.auth !== 'session') {
+          scope.auth = await byKey(scope, header, route, req);
+        } else {
+          const session = await readSession(req, scope.em, sessionSecret);
+          if ('error' in session) throw session.error === 'missing' ? missing(route.auth !== 'session') : invalidSession();
+          scope.user = session.user;
+          const projectId = route.projectParam ? String(req.params[route.projectParam]) : req.get('x-project-id');
+          if (route.auth !== 'session' && !projectId) {
+            throw new AppError(400, 'BAD_REQUEST', 'The X-Project-Id header is required when signed in', {
+              suggestion: 'Send the id of one of your projects (GET /users/@me/projects) in X-Project-Id.',
+            });
+          }
+          if (projectId) scope.auth = await byMembership(scope, projectId, route);
         }
-        // The column existed but nothing looked at it: a disabled project's keys kept working.
-        // Contract: 403 PROJECT_DISABLED (spec "Errors": 403 … or project disabled).
-        if (found.project.disabled) {
-          throw new AppError(403, 'PROJECT_DISABLED', 'This project is disabled', {
-            suggestion: 'Ask an owner of the project to re-enable it.',
-          });
-        }
-        scopeOf(res).auth = { project: found.project, keyKind: found.kind };
+        if (scope.auth) refuseWritesWhenDisabled(scope.auth.project, route);
         next();
       } catch (err) {
         next(err);
       }
     };
+}
+
+async function byKey(scope: RequestScope, header: string, route: GuardedRoute, req: Request): Promise<AuthContext> {
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  if (!match) throw invalid('The Authorization header must be "Bearer <key>"');
+  const found = await findProjectByKey(scope.em, match[1]!);
+  if (!found) throw invalid();
+  if (found.kind === 'public' && route.auth !== 'publicOrSecret') {
+    throw invalid('A public key (pk_…) can only be used on POST /v1/track; use the secret key (sk_…)');
+  }
+  if (route.projectParam && String(req.params[route.projectParam]) !== found.project.id) throw accessDenied();
+  if (route.role === 'OWNER') {
+    throw new AppError(403, 'FORBIDDEN', "Only the project's owner can do this, signed in", {
+      suggestion: 'Sign in as the owner of the project; API keys cannot do this.',
+    });
+  }
+  return { project: found.project, via: found.kind };
+}
+
+async function byMembership(scope: RequestScope, projectId: string, route: GuardedRoute): Promise<AuthContext> {
+  const role = await memberRole(scope.em, projectId, scope.user!.id);
+  if (!role) throw accessDenied();
+  if (route.role && !roleAtLeast(role, route.role)) {
+    throw new AppError(403, 'FORBIDDEN', `This needs the ${route.role} role in the project; you are ${role}`, {
+      suggestion: 'Ask an owner or admin of the project.',
+    });
+  }
+  const project = await scope.em.findOneOrFail(ProjectSchema, { id: projectId });
+  return { project, via: 'session', role };
+}
+
+function refuseWritesWhenDisabled(project: Project, route: GuardedRoute): void {
+  if (project.disabled && route.method !== 'get') {
+    throw new AppError(403, 'PROJECT_DISABLED', 'This project is disabled', {
+      suggestion: 'Reads still work; see GET /projects/:id/security for why, and ask the operator to re-enable it.',
+    });
+  }
 }
 
 export function requestScope(orm: Orm): RequestHandler {

@@ -3,12 +3,14 @@ import { hitRateLimit } from '../../db/rate-limit';
 import { AppError } from '../../errors';
 import { scopeOf } from '../routing';
 
-/** Per-project request limit shared by every API process (the counter lives in Postgres). */
+/** Per-project (or per-user) request limit shared by every API process (the counter lives in Postgres). */
 export function rateLimit(limitPerMinute: number): RequestHandler {
   return async (_req, res, next) => {
     try {
       const scope = scopeOf(res);
-      const { count, resetSeconds } = await hitRateLimit(scope.em, scope.auth!.project.id);
+      // Per project; a signed-in user outside any project is counted on their own.
+      const bucket = scope.auth?.project.id ?? `user:${scope.user!.id}`;
+      const { count, resetSeconds } = await hitRateLimit(scope.em, bucket);
       res.setHeader('RateLimit-Limit', String(limitPerMinute));
       res.setHeader('RateLimit-Remaining', String(Math.max(0, limitPerMinute - count)));
       res.setHeader('RateLimit-Reset', String(resetSeconds));

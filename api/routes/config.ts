@@ -16,7 +16,7 @@ const configResponse = z.object({
 
 /**
  * GET /config, without authentication: what this deployment offers, read from its configuration.
- * Billing, object storage and OAuth providers have no implementation yet, so they are off.
+ * OAuth sign-in has no implementation yet, so no provider is ever on.
  */
 export function registerConfigRoutes(api: RouteRegistry, deps: AppDeps): void {
   const { config } = deps;
@@ -31,8 +31,8 @@ export function registerConfigRoutes(api: RouteRegistry, deps: AppDeps): void {
       environment: config.nodeEnv,
       urls: { api: config.publicUrl, dashboard: config.publicUrl },
       features: {
-        billing: { enabled: false },
-        storage: { objectStorage: false },
+        billing: { enabled: config.stripe !== undefined },
+        storage: { objectStorage: config.s3 !== undefined },
         authProviders: { github: false, google: false },
         smtp: { enabled: config.smtpUrl !== undefined },
         signups: { enabled: !config.disableSignups },

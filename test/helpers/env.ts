@@ -4,11 +4,11 @@ import pino from 'pino';
 import request from 'supertest';
 import type { Express } from 'express';
 import { createApp } from '../../api/app';
+import { buildAppDeps } from '../../api/deps';
 import type { AppDeps } from '../../api/context';
 import { loadConfig } from '../../config';
 import { createOrm, type Orm } from '../../db/orm';
 import { createProject, type ProjectWithKeys } from '../../db/projects';
-import { linkSigningSecret } from '../../db/secrets';
 import { createDnsLookup } from '../../mail/dns';
 import { mailerFromConfig } from '../../mail/mailer';
 import { TemporalGateway } from '../../temporal/client';
@@ -49,14 +49,7 @@ export async function startTestEnv(env: Record<string, string> = {}): Promise<Te
   );
   const dns = createDnsLookup({ servers: config.dnsServers, timeoutMs: 1000, tries: 1 });
   const mailer = mailerFromConfig(config);
-  const deps: AppDeps = {
-    config,
-    orm,
-    temporal,
-    logger: pino({ level: config.logLevel }),
-    dns,
-    linkSecret: await linkSigningSecret(orm.em.fork(), config.jwtSecret),
-  };
+  const deps: AppDeps = await buildAppDeps({ config, orm, temporal, logger: pino({ level: config.logLevel }), dns });
   const { app } = createApp(deps);
   const workers: WorkerHandle[] = [];
   return {

@@ -1,0 +1,23 @@
+import type { Logger } from 'pino';
+import type { Config } from '../config';
+import type { Orm } from '../db/orm';
+import { linkSigningSecret, sessionSigningSecret } from '../db/secrets';
+import type { DnsLookup } from '../mail/dns';
+import type { TemporalGateway } from '../temporal/client';
+import type { AppDeps } from './context';
+
+/** Builds the API's dependencies from the configuration; every entry point (server, tests, benches) uses this. */
+export async function buildAppDeps(parts: {
+  config: Config;
+  orm: Orm;
+  temporal: TemporalGateway;
+  logger: Logger;
+  dns: DnsLookup;
+}): Promise<AppDeps> {
+  const em = parts.orm.em.fork();
+  return {
+    ...parts,
+    linkSecret: await linkSigningSecret(em, parts.config.jwtSecret),
+    sessionSecret: await sessionSigningSecret(em, parts.config.jwtSecret),
+  };
+}
