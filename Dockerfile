@@ -44,11 +44,12 @@ ENV NODE_ENV=production \
 WORKDIR /app
 
 # Root owns the code, and the `node` user cannot write to it. Only DATA_DIR (default
-# .data) is writable. The app uses it only when DATABASE_URL is unset.
+# .data) is writable: the embedded PostgreSQL (when DATABASE_URL is unset), the mail outbox
+# (when SMTP_URL is unset) and uploaded images (when S3_BUCKET is unset) live there.
 COPY --from=build /app/package.json ./package.json
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
-RUN mkdir -p /app/.data && chown node:node /app/.data
+RUN mkdir -p /app/.data/uploads && chown -R node:node /app/.data
 
 USER node
 EXPOSE 3000

@@ -39,6 +39,7 @@ const envSchema = z.object({
   WEBHOOK_ALLOW_PRIVATE_TARGETS: boolFlag,
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(1000),
   SEND_THROTTLE_PER_SECOND: z.coerce.number().positive().default(100),
+  TRUST_PROXY: z.string().default('loopback'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   DISABLE_SIGNUPS: boolFlag,
   NOTIFY_SECRET: optionalString.pipe(z.string().min(16, 'NOTIFY_SECRET must be at least 16 characters').optional()),
@@ -100,6 +101,11 @@ export type Config = {
    */
   sendThrottlePerSecond: number;
   logLevel: string;
+  /**
+   * Express "trust proxy": whose X-Forwarded-For is believed for the client IP (login limits per IP).
+   * Default: a proxy on the same host only; behind a load balancer give its address or hop count.
+   */
+  trustProxy: string | number | boolean;
   disableSignups: boolean;
   /** Shared secret of POST /webhooks/notify (delivery, bounce, complaint); unset: the endpoint is off (404). */
   notifySecret: string | undefined;
@@ -173,6 +179,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
     sendThrottlePerSecond: e.SEND_THROTTLE_PER_SECOND,
     logLevel: e.LOG_LEVEL,
+    trustProxy: /^\d+$/.test(e.TRUST_PROXY) ? Number(e.TRUST_PROXY) : e.TRUST_PROXY === 'true' ? true : e.TRUST_PROXY === 'false' ? false : e.TRUST_PROXY,
     disableSignups: e.DISABLE_SIGNUPS,
     notifySecret: e.NOTIFY_SECRET,
     auth: {

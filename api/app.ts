@@ -7,6 +7,8 @@ import { errorHandler, notFoundHandler } from './middleware/errors';
 import { rateLimit } from './middleware/rate-limit';
 import { registerActivityRoutes } from './routes/activity';
 import { registerAnalyticsRoutes } from './routes/analytics';
+import { registerBillingRoutes } from './routes/billing';
+import { registerAuthRoutes } from './routes/auth';
 import { registerBulkRoutes } from './routes/bulk';
 import { registerCampaignRoutes } from './routes/campaigns';
 import { registerConfigRoutes } from './routes/config';
@@ -16,13 +18,17 @@ import { registerEventRoutes } from './routes/events';
 import { registerExecutionRoutes } from './routes/executions';
 import { registerFieldRoutes } from './routes/fields';
 import { registerImportRoutes } from './routes/imports';
+import { registerMemberRoutes } from './routes/members';
 import { registerMetaRoutes } from './routes/meta';
 import { registerNotifyRoutes } from './routes/notify';
+import { registerProjectRoutes } from './routes/projects';
 import { registerPublicRoutes } from './routes/public';
 import { registerSegmentRoutes } from './routes/segments';
 import { registerSubscriptionRoutes } from './routes/subscriptions';
 import { registerTemplateRoutes } from './routes/templates';
 import { registerTrackingRoutes } from './routes/tracking';
+import { registerUserRoutes } from './routes/users';
+import { registerUploadRoutes } from './routes/uploads';
 import { registerVerifyRoutes } from './routes/verify';
 import { registerWorkflowRoutes } from './routes/workflows';
 import { RouteRegistry } from './routing';
@@ -39,7 +45,7 @@ export interface App {
 export function createApp(deps: AppDeps): App {
   const app = express();
   app.disable('x-powered-by');
-  app.set('trust proxy', true);
+  app.set('trust proxy', deps.config.trustProxy);
   app.use(
     pinoHttp({
       logger: deps.logger,
@@ -79,6 +85,12 @@ export function createApp(deps: AppDeps): App {
   registerSubscriptionRoutes(registry, deps);
   registerTrackingRoutes(registry, deps);
   registerNotifyRoutes(registry, deps);
+  registerUploadRoutes(registry, deps);
+  registerAuthRoutes(registry, deps);
+  registerUserRoutes(registry, deps);
+  registerProjectRoutes(registry, deps);
+  registerMemberRoutes(registry, deps);
+  registerBillingRoutes(registry, deps);
   registerConfigRoutes(registry, deps);
   registerMetaRoutes(registry, deps, VERSION);
 

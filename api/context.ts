@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from 'pino';
+import type { PaymentProvider } from '../billing/provider';
 import type { Config } from '../config';
 import type { Orm } from '../db/orm';
 import type { Project } from '../db/entities/project';
@@ -7,6 +8,7 @@ import type { Role } from '../db/members';
 import type { KeyKind } from '../db/projects';
 import type { SessionUser } from '../db/users';
 import type { DnsLookup } from '../mail/dns';
+import type { ImageStorage } from '../storage/storage';
 import type { TemporalGateway } from '../temporal/client';
 
 /** What the API needs from the outside world; built once in server.ts (or by a test). */
@@ -21,6 +23,10 @@ export interface AppDeps {
   linkSecret: string;
   /** Signs session JWTs (db/secrets.ts). */
   sessionSecret: string;
+  /** Checkout, portal, invoices and webhooks; undefined when billing is off (no STRIPE_* settings). */
+  payments: PaymentProvider | undefined;
+  /** Where uploaded images are kept: local disk, or S3 when configured. */
+  storage: ImageStorage;
 }
 
 export interface AuthContext {

@@ -1,8 +1,10 @@
 import type { Logger } from 'pino';
+import { createStripeProvider } from '../billing/stripe';
 import type { Config } from '../config';
 import type { Orm } from '../db/orm';
 import { linkSigningSecret, sessionSigningSecret } from '../db/secrets';
 import type { DnsLookup } from '../mail/dns';
+import { imageStorageFromConfig } from '../storage/from-config';
 import type { TemporalGateway } from '../temporal/client';
 import type { AppDeps } from './context';
 
@@ -19,5 +21,7 @@ export async function buildAppDeps(parts: {
     ...parts,
     linkSecret: await linkSigningSecret(em, parts.config.jwtSecret),
     sessionSecret: await sessionSigningSecret(em, parts.config.jwtSecret),
+    payments: parts.config.stripe ? createStripeProvider(parts.config.stripe) : undefined,
+    storage: imageStorageFromConfig(parts.config),
   };
 }

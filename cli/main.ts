@@ -2,6 +2,7 @@
 import { ConfigError, loadConfig } from '../config';
 import { createOrm, migrate } from '../db/orm';
 import { createProject, rotateProjectKeys } from '../db/projects';
+import { disableProject, enableProject } from '../db/project-security';
 import { AppError } from '../errors';
 import { StartupError } from './errors';
 import { parseContactsImportArgs, runContactsImport } from './import';
@@ -14,6 +15,10 @@ const USAGE = `Usage: tidings <command>
   migrate                          apply database migrations
   project create <name>            create a project; prints {id, name, secretKey, publicKey}
   project rotate-keys <projectId>  replace both keys of a project; prints the new ones
+  project disable <projectId> [--reason <text>]
+                                   disable a project: writes get 403 PROJECT_DISABLED, its mail
+                                   stops; recorded as a suspension
+  project enable <projectId>       enable it again and lift its open suspension
   contacts import <file> --project <projectId> [--timeout <seconds>]
                                    import a CSV file (UTF-8, at most 5 MB) into a project; shows
                                    progress on stderr until the worker finishes, then prints the
@@ -73,6 +78,7 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     case 'project': {
       const [sub, arg, ...extra] = rest;
+      if (sub === 'disable' || sub === 'enable') return setProjectStatus(sub, arg, extra);
       if (sub !== 'create' && sub !== 'rotate-keys') {
         return fail(sub === undefined ? 'Missing project subcommand.' : `Unknown project subcommand: ${sub}`);
       }
@@ -105,6 +111,27 @@ async function main(argv: string[]): Promise<number> {
     default:
       return fail(`Unknown command: ${command}`);
   }
+}
+
+/** `project disable <id> [--reason <text>]` / `project enable <id>`: prints {id, disabled, changed}. */
+async function setProjectStatus(sub: 'disable' | 'enable', arg: string | undefined, extra: string[]): Promise<number> {
+  if (!arg?.trim() || arg.startsWith('--')) return fail(`project ${sub} needs a project id.`);
+  let reason = 'Disabled by an operator';
+  if (sub === 'disable' && extra[0] === '--reason') {
+    if (!extra[1]?.trim()) return fail('--reason needs a text.');
+    reason = extra[1].trim();
+    extra = extra.slice(2);
+  }
+  if (extra.length) return fail(`Unexpected argument for project ${sub}: ${extra.join(' ')}`);
+  const id = arg.trim();
+  const changed = await withDatabase((orm) =>
+    (sub === 'disable' ? disableProject(orm.em.fork(), id, reason, { by: 'operator' }) : enableProject(orm.em.fork(), id)).catch((err: unknown) => {
+      if (err instanceof AppError && err.status === 404) throw new AppError(404, err.code, `No project with id "${id}".`);
+      throw err;
+    }),
+  );
+  await writeStdout(`${JSON.stringify({ id, disabled: sub === 'disable', changed }, null, 2)}\n`);
+  return 0;
 }
 
 /** process.exit() right after a write to a pipe must not lose the JSON the caller is waiting for. */

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError, notFound, validationError } from '../errors';
 import type { StoredEmail } from '../mail/compose';
+import { allowance, limitExceeded, refuseOverLimit, requireAllowance } from './billing';
 import { type ContactDto, getContact, normalizeEmail } from './contacts';
 import { requireVerifiedSender } from './domains';
 import { compileContent, renderForContact } from './email-content';
@@ -370,7 +371,8 @@ export async function duplicateCampaign(em: EntityManager, projectId: string, id
 /**
  * POST /campaigns/:id/send, the database half (run in a transaction; the caller starts the
  * workflow before committing): DRAFT → SENDING now, or → SCHEDULED for a future `scheduledFor`.
- * The audience is counted now (0 → 422); it is frozen when sending starts.
+ * The audience is counted now (0 → 422, more than the monthly campaign cap leaves → 402); it is
+ * frozen when sending starts.
  */
 export async function markCampaignForSending(
   em: EntityManager,
@@ -403,6 +405,9 @@ export async function markCampaignForSending(
       'The campaign has no recipients',
     );
   }
+  // Against the month it will go out in. Not locked: the batches enforce the cap exactly (writeCampaignEmails).
+  const allowed = await allowance(em, projectId, 'campaign', { lock: false, at: scheduledFor ? new Date(scheduledFor) : undefined });
+  if (audience > allowed.remaining) throw limitExceeded('campaign', allowed, audience);
   const row = await queryOne<CampaignRow>(
     em,
     `update campaigns set status = ?, scheduled_for = ?, total_recipients = ?, updated_at = now()
@@ -514,9 +519,6 @@ export async function loadSendingCampaign(em: EntityManager, campaignId: string)
   );
 }
 
-/** The status of a campaign, as a scalar subquery the throttle reservation carries along. */
-export const campaignStatusSql = (campaignId: string) => ({ sql: 'select status from campaigns where id = ?', params: [campaignId] });
-
 export type RecipientStatus = 'PENDING' | 'SENT' | 'SKIPPED' | 'FAILED';
 
 export interface Recipient {
@@ -579,14 +581,35 @@ export interface CampaignEmail {
  * of insertEmailOnce — and returns every recipient's row: the new ones, and for rows an earlier
  * attempt wrote, the stored row (its status says whether it went already; its content is what
  * goes, so a retry sends what the first attempt rendered).
+ *
+ * New rows beyond what the project's monthly campaign cap leaves are written FAILED with
+ * OVER_LIMIT_ERROR (db/billing.ts): never sent, visible, not counted. The cap is locked from the
+ * count to the commit, so concurrent batches and sends cannot pass it together.
  */
 export async function writeCampaignEmails(
   em: EntityManager,
   c: { projectId: string; campaignId: string; domainId: string; marketing: boolean; fromEmail: string; fromName: string | null; replyTo: string | null },
   drafts: CampaignEmailDraft[],
 ): Promise<Map<string, CampaignEmail>> {
-  const out = new Map<string, CampaignEmail>();
-  if (drafts.length === 0) return out;
+  if (drafts.length === 0) return new Map();
+  return em.transactional(async (tx) => {
+    const allowed = await allowance(tx, c.projectId, 'campaign', { lock: true });
+    const out = await insertCampaignEmails(tx, c, drafts);
+    // In draft (cursor) order: the earliest recipients of the batch get what the cap leaves.
+    const created = drafts.map((d) => out.get(d.contactId)).filter((e) => e?.created === true) as CampaignEmail[];
+    const over = created.slice(allowed.remaining);
+    await refuseOverLimit(tx, over.map((e) => e.email.id));
+    for (const e of over) e.status = 'FAILED';
+    return out;
+  });
+}
+
+async function insertCampaignEmails(
+  em: EntityManager,
+  c: Parameters<typeof writeCampaignEmails>[1],
+  drafts: CampaignEmailDraft[],
+): Promise<Map<string, CampaignEmail & { created: boolean }>> {
+  const out = new Map<string, CampaignEmail & { created: boolean }>();
   const input = drafts.map((d) => ({
     id: d.id,
     contact_id: d.contactId,
@@ -604,6 +627,7 @@ export async function writeCampaignEmails(
     subject: string | null;
     body: string | null;
     headers: Record<string, string> | null;
+    created: boolean;
   }>(
     em,
     `with input as (
@@ -618,9 +642,11 @@ export async function writeCampaignEmails(
        on conflict (project_id, source_key) where source_key is not null do nothing
        returning source_key, id
      )
-     select ins.source_key, ins.id, 'QUEUED' as status, null as to_email, null as subject, null as body, null as headers from ins
+     select ins.source_key, ins.id, 'QUEUED' as status, null as to_email, null as subject, null as body, null as headers,
+       true as created
+     from ins
      union all
-     select e.source_key, e.id, e.status, e.to_email, e.subject, e.body, e.headers
+     select e.source_key, e.id, e.status, e.to_email, e.subject, e.body, e.headers, false
      from emails e join input i on e.source_key = i.source_key
      where e.project_id = ? and e.source_key is not null`,
     [JSON.stringify(input), c.projectId, c.domainId, c.marketing, c.fromEmail, c.fromName, c.replyTo, c.campaignId, c.projectId],
@@ -632,6 +658,7 @@ export async function writeCampaignEmails(
     out.set(d.contactId, {
       contactId: d.contactId,
       status: r.status,
+      created: r.created,
       email: {
         id: r.id,
         toEmail: r.to_email ?? d.toEmail,
@@ -795,6 +822,8 @@ export async function queueTestEmail(
     marketing,
   });
   const emailId = randomUUID();
+  // A test copy is a campaign email like the others: it counts, and the cap applies to it.
+  await requireAllowance(em, projectId, 'campaign', 1);
   await query(
     em,
     `insert into emails (id, project_id, contact_id, domain_id, source, marketing, to_email, from_email, from_name, reply_to,

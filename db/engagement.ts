@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { normalizeEmail } from './contacts';
 import type { JsonValue } from './entities/contact';
 import { recordEvent, recordSubscriptionChange } from './events';
+import { enforceSendingReputation } from './project-security';
 import { query, queryOne } from './sql';
 import { suppressAddress } from './suppressions';
 
@@ -152,6 +153,7 @@ export async function recordBounce(
       await suppressAddress(tx, row.project_id, row.to_email, 'hard_bounce', emailId);
       await unsubscribeRecipient(tx, row);
     }
+    await enforceSendingReputation(tx, row.project_id);
     return true;
   });
 }
@@ -171,6 +173,7 @@ export async function recordComplaint(em: EntityManager, emailId: string, at?: D
     if (row.first) await event(tx, row, 'email.complained', { emailId });
     await suppressAddress(tx, row.project_id, row.to_email, 'complaint', emailId);
     await unsubscribeRecipient(tx, row);
+    await enforceSendingReputation(tx, row.project_id);
     return true;
   });
 }

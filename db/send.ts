@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError, validationError } from '../errors';
 import type { AttachmentFile } from '../mail/compose';
+import { requireAllowance } from './billing';
 import { upsertContact } from './contacts';
 import { compileContent, renderForContact } from './email-content';
 import { requireVerifiedSender } from './domains';
@@ -44,7 +45,8 @@ const mailbox = (m: Mailbox) => (typeof m === 'string' ? { email: m, name: undef
 
 /**
  * Everything /v1/send writes, in the caller's transaction: each recipient upserted and rendered on
- * its own, one after another, and one QUEUED email row each. Delivery is the workflow's job.
+ * its own, one after another, and one QUEUED email row each. Delivery is the workflow's job. Over
+ * the project's monthly transactional cap the whole request is refused (402) and rolls back.
  */
 export async function queueSend(em: EntityManager, ctx: SendContext, req: SendRequest): Promise<QueuedEmail[]> {
   const template = req.template ? await getTemplate(em, ctx.projectId, req.template) : undefined;
@@ -105,6 +107,8 @@ export async function queueSend(em: EntityManager, ctx: SendContext, req: SendRe
     });
     queued.push({ contact: { id: up.contact.id, email: up.contact.email } });
   }
+  // Last, so the monthly cap's lock is held only for the insert and the caller's commit.
+  await requireAllowance(em, ctx.projectId, 'transactional', emails.length);
   const ids = await insertEmails(em, emails);
   return queued.map((q, i) => ({ ...q, email: ids[i]! }));
 }

@@ -1,5 +1,10 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { queryOne } from './sql';
+import { AppError, conflict } from '../errors';
+import { newId } from './ids';
+import { decoyHash, hashPassword, verifyPassword } from './passwords';
+import { hitRateLimit } from './rate-limit';
+import { query, queryOne } from './sql';
+import { consumeUserToken, queueTokenEmail, type TokenMail } from './user-tokens';
 
 export interface SessionUser {
   id: string;
@@ -9,11 +14,186 @@ export interface SessionUser {
   sessionVersion: number;
 }
 
+/** A user as the API shows it: never the password hash, never the session version. */
+export interface AccountUser {
+  id: string;
+  email: string;
+  name: string | null;
+  emailVerified: boolean;
+  createdAt: string;
+}
+
+interface UserRow {
+  id: string;
+  email: string;
+  name: string | null;
+  verified: boolean;
+  session_version: number;
+  /** A string or a Date, depending on the driver's settings. */
+  created_at: Date | string;
+}
+
+const USER_COLUMNS = `id, email, name, email_verified_at is not null as verified, session_version, created_at`;
+
+const toSessionUser = (row: UserRow): SessionUser => ({
+  id: row.id,
+  email: row.email,
+  name: row.name,
+  emailVerified: row.verified,
+  sessionVersion: row.session_version,
+});
+
+const toAccountUser = (row: UserRow): AccountUser => ({
+  id: row.id,
+  email: row.email,
+  name: row.name,
+  emailVerified: row.verified,
+  createdAt: new Date(row.created_at).toISOString(),
+});
+
 export async function findSessionUser(em: EntityManager, id: string): Promise<SessionUser | null> {
-  const row = await queryOne<{ id: string; email: string; name: string | null; verified: boolean; session_version: number }>(
-    em,
-    `select id, email, name, email_verified_at is not null as verified, session_version from users where id = ?`,
-    [id],
-  );
-  return row ? { id: row.id, email: row.email, name: row.name, emailVerified: row.verified, sessionVersion: row.session_version } : null;
+  const row = await queryOne<UserRow>(em, `select ${USER_COLUMNS} from users where id = ?`, [id]);
+  return row ? toSessionUser(row) : null;
+}
+
+export async function findAccountUser(em: EntityManager, id: string): Promise<AccountUser | null> {
+  const row = await queryOne<UserRow>(em, `select ${USER_COLUMNS} from users where id = ?`, [id]);
+  return row ? toAccountUser(row) : null;
+}
+
+export interface SignedIn {
+  /** What the session cookie is signed from. */
+  session: SessionUser;
+  user: AccountUser;
+}
+
+/**
+ * Creates the account and queues its verification email, in one transaction: should the mail not
+ * be queued (Temporal refuses), no account is left behind and the client can sign up again.
+ * `email` arrives lower-cased and trimmed. Sign-ups are counted per client IP like account mail
+ * requests, since each one sends an email.
+ */
+export async function signUp(
+  em: EntityManager,
+  input: { email: string; password: string; name?: string },
+  mail: TokenMail,
+  limit: MailRequestLimit,
+): Promise<SignedIn> {
+  await countAttempt(em, [`signup-ip:${limit.ip}`], limit.perMinute, 'sign-ups');
+  const passwordHash = await hashPassword(input.password);
+  return em.transactional(async (tx) => {
+    const row = await queryOne<UserRow>(
+      tx,
+      `insert into users (id, email, password_hash, name) values (?, ?, ?, ?)
+       on conflict (email) do nothing
+       returning ${USER_COLUMNS}`,
+      [newId('usr'), input.email, passwordHash, input.name ?? null],
+    );
+    if (!row) {
+      throw conflict(
+        'An account with this email already exists',
+        'Sign in with POST /auth/login, or reset the password with POST /auth/request-password-reset.',
+        'EMAIL_ALREADY_REGISTERED',
+      );
+    }
+    await queueTokenEmail(tx, mail, { id: row.id, email: row.email }, 'verify-email');
+    return { session: toSessionUser(row), user: toAccountUser(row) };
+  });
+}
+
+const invalidCredentials = () =>
+  new AppError(401, 'INVALID_CREDENTIALS', 'The email or password is incorrect', {
+    suggestion: 'Check both, or reset the password with POST /auth/request-password-reset.',
+  });
+
+/**
+ * Counts one attempt in each bucket's shared one-minute window (db/rate-limit.ts); over the limit
+ * in any of them → 429 with the wait until that window ends.
+ */
+async function countAttempt(em: EntityManager, buckets: string[], perMinute: number, what: string): Promise<void> {
+  const windows = [];
+  for (const bucket of buckets) windows.push(await hitRateLimit(em, bucket));
+  const over = windows.filter((w) => w.count > perMinute);
+  if (over.length === 0) return;
+  const wait = Math.max(...over.map((w) => w.resetSeconds));
+  throw new AppError(429, 'RATE_LIMIT_EXCEEDED', `Too many ${what}: at most ${perMinute} per minute`, {
+    suggestion: `Wait ${wait} seconds before trying again.`,
+    headers: { 'Retry-After': String(wait) },
+  });
+}
+
+/**
+ * Checks a login. Attempts are counted per client IP and per account (email) before any password
+ * work. An unknown email is compared against a decoy hash and answers exactly like a wrong
+ * password, so neither the reply nor its timing tells them apart.
+ */
+export async function logIn(
+  em: EntityManager,
+  input: { email: string; password: string; ip: string },
+  attemptsPerMinute: number,
+): Promise<SignedIn> {
+  await countAttempt(em, [`login-ip:${input.ip}`, `login-account:${input.email}`], attemptsPerMinute, 'sign-in attempts');
+  const row = await queryOne<UserRow & { password_hash: string }>(em, `select ${USER_COLUMNS}, password_hash from users where email = ?`, [
+    input.email,
+  ]);
+  const matches = await verifyPassword(input.password, row?.password_hash ?? (await decoyHash()));
+  if (!row || !matches) throw invalidCredentials();
+  return { session: toSessionUser(row), user: toAccountUser(row) };
+}
+
+/**
+ * Account mail requests are limited like logins, so nobody can flood a mailbox through us. The
+ * limit applies to unknown addresses alike: a 429 says nothing about whether an account exists.
+ */
+export interface MailRequestLimit {
+  ip: string;
+  perMinute: number;
+}
+
+/** A new verification email for a signed-in user whose address is not verified yet. */
+export async function requestVerification(em: EntityManager, user: SessionUser, mail: TokenMail, limit: MailRequestLimit): Promise<void> {
+  if (user.emailVerified) {
+    throw conflict('This email address is already verified', 'Nothing to do.', 'EMAIL_ALREADY_VERIFIED');
+  }
+  await countAttempt(em, [`mail-ip:${limit.ip}`, `mail-account:${user.email}`], limit.perMinute, 'account email requests');
+  await em.transactional((tx) => queueTokenEmail(tx, mail, user, 'verify-email'));
+}
+
+export async function verifyEmail(em: EntityManager, token: string): Promise<AccountUser> {
+  return em.transactional(async (tx) => {
+    const userId = await consumeUserToken(tx, token, 'verify-email');
+    const row = await queryOne<UserRow>(
+      tx,
+      `update users set email_verified_at = coalesce(email_verified_at, now()), updated_at = now() where id = ? returning ${USER_COLUMNS}`,
+      [userId],
+    );
+    return toAccountUser(row!);
+  });
+}
+
+/** Queues a reset email when the account exists; says nothing either way (the caller answers the same). */
+export async function requestPasswordReset(em: EntityManager, email: string, mail: TokenMail, limit: MailRequestLimit): Promise<void> {
+  await countAttempt(em, [`mail-ip:${limit.ip}`, `mail-account:${email}`], limit.perMinute, 'account email requests');
+  await em.transactional(async (tx) => {
+    const row = await queryOne<{ id: string; email: string }>(tx, `select id, email from users where email = ?`, [email]);
+    if (row) await queueTokenEmail(tx, mail, row, 'reset-password');
+  });
+}
+
+/**
+ * Sets the new password and bumps the session version, so every session signed before (a thief's
+ * included) stops working. Following the emailed link also proves the address is the user's.
+ */
+export async function resetPassword(em: EntityManager, token: string, password: string): Promise<void> {
+  const passwordHash = await hashPassword(password);
+  await em.transactional(async (tx) => {
+    const userId = await consumeUserToken(tx, token, 'reset-password');
+    await query(
+      tx,
+      `update users set password_hash = ?, session_version = session_version + 1,
+         email_verified_at = coalesce(email_verified_at, now()), updated_at = now()
+       where id = ?`,
+      [passwordHash, userId],
+    );
+  });
 }

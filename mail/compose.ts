@@ -22,6 +22,8 @@ export interface OutgoingMessage {
   replyTo?: string;
   subject: string;
   html: string;
+  /** Plain-text alternative (account mail has one). */
+  text?: string;
   headers: Record<string, string>;
   attachments: { filename: string; content: Buffer; contentType: string; cid?: string; contentDisposition?: 'attachment' | 'inline' }[];
   dkim?: { domainName: string; keySelector: string; privateKey: KeyObject };

@@ -6,7 +6,7 @@ import { workflowIds } from './ids';
 import { checkDomainNowUpdate, trackedEventSignal, type TrackedEventMessage } from './messages';
 import { CampaignIdKey, ContactIdKey, ProjectIdKey, TidingsWorkflowIdKey } from './search-attributes';
 import { campaignScheduleSignal, type CampaignTuning, DEFAULT_CAMPAIGN_TUNING } from './workflows/campaign';
-import type { bulkContacts, campaign, deleteContactField, domainVerification, journey, JourneyInput, sendEmails } from './workflows';
+import type { bulkContacts, campaign, deleteContactField, domainVerification, journey, JourneyInput, sendEmails, sendSystemEmail } from './workflows';
 
 export interface TemporalSettings {
   address: string;
@@ -129,6 +129,16 @@ export class TemporalGateway {
       workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
       args: [{ jobId }],
       typedSearchAttributes: [{ key: ProjectIdKey, value: projectId }],
+    });
+  }
+
+  /** Delivers one stored account email; its id is the row's, so a repeat cannot mail twice. */
+  async sendSystemEmail(systemEmailId: string): Promise<void> {
+    await this.client.workflow.start<typeof sendSystemEmail>('sendSystemEmail', {
+      taskQueue: this.taskQueue,
+      workflowId: workflowIds.systemEmail(systemEmailId),
+      workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+      args: [{ systemEmailId, maxRetryIntervalSeconds: this.config.sendRetryMaxIntervalSeconds }],
     });
   }
 

@@ -17,4 +17,6 @@ export const workflowIds = {
   campaign: (campaignId: string) => `campaign:${campaignId}`,
   /** One per bulk contact job (POST /contacts/bulk-*). */
   bulkContacts: (jobId: string) => `bulk:${jobId}`,
+  /** One per account email (verification, password reset): the system_emails row's id. */
+  systemEmail: (systemEmailId: string) => `system-email:${systemEmailId}`,
 };

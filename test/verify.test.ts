@@ -441,12 +441,11 @@ describe('POST /v1/verify', () => {
     }
   });
 
-  // Enable once api/app.ts calls registerVerifyRoutes(registry, deps).
-  test('is served by the real app (api/app.ts), secret key only in the OpenAPI document', async () => {
+  test('is served by the real app (api/app.ts); the OpenAPI document names the secret key or a session, not the public key', async () => {
     const res = await env.http().post('/v1/verify').set(bearer(secretKey)).send({ email: 'jane@acme-verify.com' });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ success: true, data: good('jane@acme-verify.com') });
     const doc = await env.http().get('/openapi.json');
-    expect(doc.body.paths['/v1/verify'].post.security).toEqual([{ secretKey: [] }]);
+    expect(doc.body.paths['/v1/verify'].post.security).toEqual([{ secretKey: [] }, { session: [] }]);
   });
 });

@@ -14,6 +14,7 @@ export function registerDomainRoutes(api: RouteRegistry, deps: AppDeps): void {
     tag: 'Domains',
     summary: 'Register a sending domain; returns the DNS records to publish (a workflow re-checks them until verified)',
     auth: 'secret',
+    role: 'ADMIN',
     body: addDomainBody,
     response: domainSchema,
     status: 201,
@@ -45,6 +46,7 @@ export function registerDomainRoutes(api: RouteRegistry, deps: AppDeps): void {
     tag: 'Domains',
     summary: "Check the domain's DNS records now and return the result",
     auth: 'secret',
+    role: 'ADMIN',
     params: idParams,
     response: domainSchema,
     handler: async ({ scope, project, params }) => {
@@ -61,6 +63,7 @@ export function registerDomainRoutes(api: RouteRegistry, deps: AppDeps): void {
     tag: 'Domains',
     summary: 'Remove a domain (ends its verification workflow)',
     auth: 'secret',
+    role: 'ADMIN',
     params: idParams,
     response: z.object({ id: z.string(), deleted: z.literal(true) }),
     handler: async ({ scope, project, params }) => {

@@ -64,6 +64,8 @@ export class Migration20261126000000_accounts extends Migration {
         customer_id text not null unique,
         subscription_id text,
         subscription_status text,
+        -- The provider's time of the event that set the status: webhooks arrive in any order.
+        subscription_status_at timestamptz,
         updated_at timestamptz not null default now()
       );`);
     // Consumption per category and month is counted from emails; this index keeps the count cheap.

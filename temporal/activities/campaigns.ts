@@ -7,7 +7,6 @@ import {
   type CampaignEmail,
   type CampaignEmailDraft,
   type CampaignStatus,
-  campaignStatusSql,
   type Recipient,
   finishCampaign,
   loadRecipientBatch,
@@ -21,6 +20,7 @@ import {
 import { loadDomainKeys, requireVerifiedSender } from '../../db/domains';
 import { compileContent, renderForContact } from '../../db/email-content';
 import type { Orm } from '../../db/orm';
+import { campaignSendStatusSql, cancelCampaignIfProjectDisabled } from '../../db/project-security';
 import { linkSigningSecret } from '../../db/secrets';
 import { releaseSendSlots, reserveSendSlots, throttleRate } from '../../db/send-throttle';
 import { queryOne } from '../../db/sql';
@@ -86,6 +86,9 @@ async function pause(ms: number): Promise<void> {
   }
 }
 
+/** The campaign's status, or PROJECT_DISABLED once its project is disabled (campaignSendStatusSql). */
+type SendStatus = CampaignStatus | 'PROJECT_DISABLED';
+
 /**
  * Send permits from the project's throttle, reserved `chunk` at a time and shared by the batch's
  * lanes. Each reservation also reads the campaign's status, so a cancel stops the lanes within
@@ -98,7 +101,7 @@ class Pacer {
   used = 0;
   stopped = false;
 
-  constructor(private readonly reserve: (n: number) => Promise<{ waitMs: number; status: CampaignStatus | undefined }>, private readonly chunk: number) {}
+  constructor(private readonly reserve: (n: number) => Promise<{ waitMs: number; status: SendStatus | undefined }>, private readonly chunk: number) {}
 
   /** A permit to send one email now, or false when the campaign stopped. */
   async take(remaining: number): Promise<boolean> {
@@ -221,6 +224,8 @@ export function createCampaignActivities({ orm, mailer, config }: { orm: Orm; ma
       const stoppedAt = (cursor: string | null): CampaignBatchResult => ({ cursor, done: false, stopped: true, sent: 0, skipped: 0, failed: 0 });
       const campaign = await loadSendingCampaign(em, input.campaignId);
       if (!campaign || campaign.status !== 'SENDING') return stoppedAt(input.after);
+      // A disabled project's campaign is cancelled rather than held (db/project-security.ts).
+      if (await cancelCampaignIfProjectDisabled(em, input.campaignId)) return stoppedAt(input.after);
 
       return withSendLock(orm, input.campaignId, async () => {
         // A domain that lost its verification pauses the send (retried with backoff) until it is back.
@@ -324,7 +329,7 @@ export function createCampaignActivities({ orm, mailer, config }: { orm: Orm; ma
         const defaultRate = config.sendThrottlePerSecond;
         const rate = await throttleRate(em, campaign.projectId, defaultRate);
         const pacer = new Pacer(async (n) => {
-          const r = await reserveSendSlots<CampaignStatus>(em, campaign.projectId, n, defaultRate, campaignStatusSql(input.campaignId));
+          const r = await reserveSendSlots<SendStatus>(em, campaign.projectId, n, defaultRate, campaignSendStatusSql(input.campaignId));
           return { waitMs: r.waitMs, status: r.extra };
         }, Math.max(1, Math.min(100, Math.floor(rate / 10))));
         const marks = new SentMarks((m) => markCampaignEmailsSent(em, campaign.projectId, input.campaignId, m));
@@ -390,7 +395,11 @@ export function createCampaignActivities({ orm, mailer, config }: { orm: Orm; ma
         while (prefix < items.length && completed[prefix]) prefix++;
         const cursor = prefix > 0 ? items[prefix - 1]!.contactId : input.after;
         const counts = { sent: marks.written, skipped, failed: failures.length };
-        if (halt?.reason === 'stopped') return { ...stoppedAt(cursor), ...counts };
+        if (halt?.reason === 'stopped') {
+          // Stopped because the project was disabled mid-batch (not cancelled): record why.
+          await cancelCampaignIfProjectDisabled(em, input.campaignId);
+          return { ...stoppedAt(cursor), ...counts };
+        }
         return { cursor, done: endOfCampaign && prefix === items.length, stopped: false, ...counts };
       });
     },

@@ -11,6 +11,7 @@ import { createImportActivities } from './imports';
 import { createJourneyActivities } from './journeys';
 import { createSegmentActivities } from './segments';
 import { createSendActivities } from './send';
+import { createSystemEmailActivities } from './system-email';
 import { createWebhookActivities } from './webhooks';
 
 export interface ActivityDeps {
@@ -33,6 +34,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createSegmentActivities(deps),
     ...createCampaignActivities(deps),
     ...createBulkActivities(deps),
+    ...createSystemEmailActivities(deps),
   };
 }
 

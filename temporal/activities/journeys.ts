@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Config } from '../../config';
+import { allowance, OVER_LIMIT_ERROR, refusedOverLimit, refuseOverLimit } from '../../db/billing';
 import { getContact, updateContact } from '../../db/contacts';
 import { requireVerifiedSender } from '../../db/domains';
 import { compileContent, renderForContact } from '../../db/email-content';
-import { insertEmailOnce } from '../../db/emails';
+import { insertEmailOnce, type NewEmail } from '../../db/emails';
 import type { JsonValue } from '../../db/entities/contact';
 import { recordSubscriptionChange } from '../../db/events';
 import { finishExecution, recordStepFinished, recordStepStarted } from '../../db/executions';
@@ -31,7 +32,11 @@ export function createJourneyActivities({ orm, config }: { orm: Orm; config: Con
     recordStepFinished: (input: Parameters<typeof recordStepFinished>[1]) => recordStepFinished(orm.em.fork(), input),
     finishExecution: (input: Parameters<typeof finishExecution>[1]) => finishExecution(orm.em.fork(), input),
 
-    /** Renders the template for the contact and writes the email row once per (execution, step). */
+    /**
+     * Renders the template for the contact and writes the email row once per (execution, step).
+     * Over the project's monthly workflow cap the row is written FAILED (OVER_LIMIT_ERROR) and the
+     * step completes as skipped: nothing is delivered, and nothing retries.
+     */
     async queueJourneyEmail(input: {
       executionId: string;
       seq: number;
@@ -59,27 +64,29 @@ export function createJourneyActivities({ orm, config }: { orm: Orm; config: Con
         marketing,
         tracking: marketing ? { emailId: id } : undefined,
       });
-      const emailId = await insertEmailOnce(
-        em,
-        {
-          id,
-          projectId: input.projectId,
-          contactId: contact.id,
-          domainId,
-          templateId: template.id,
-          source: 'workflow',
-          marketing,
-          toEmail: input.recipient.type === 'CUSTOM' ? input.recipient.customEmail : contact.email,
-          toName: null,
-          fromEmail: template.from,
-          fromName: template.fromName,
-          replyTo: template.replyTo,
-          ...rendered,
-          attachmentSetId: null,
-        },
-        `journey:${input.executionId}:${input.seq}`,
-      );
-      return { emailId };
+      const email: NewEmail = {
+        id,
+        projectId: input.projectId,
+        contactId: contact.id,
+        domainId,
+        templateId: template.id,
+        source: 'workflow',
+        marketing,
+        toEmail: input.recipient.type === 'CUSTOM' ? input.recipient.customEmail : contact.email,
+        toName: null,
+        fromEmail: template.from,
+        fromName: template.fromName,
+        replyTo: template.replyTo,
+        ...rendered,
+        attachmentSetId: null,
+      };
+      return em.transactional(async (tx) => {
+        const allowed = await allowance(tx, input.projectId, 'workflow', { lock: true });
+        const emailId = await insertEmailOnce(tx, email, `journey:${input.executionId}:${input.seq}`);
+        // A row an earlier attempt wrote was counted then; only a new one needs room under the cap.
+        if (emailId === id && allowed.remaining < 1) await refuseOverLimit(tx, [id]);
+        return (await refusedOverLimit(tx, emailId)) ? { skipped: OVER_LIMIT_ERROR } : { emailId };
+      });
     },
 
     async updateJourneyContact(input: {

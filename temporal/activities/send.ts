@@ -2,6 +2,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { loadDomainKeys } from '../../db/domains';
 import { loadEmailForDelivery, markEmailFailed, markEmailSending, markEmailSent } from '../../db/emails';
 import type { Orm } from '../../db/orm';
+import { isEmailsProjectDisabled, PROJECT_DISABLED_ERROR } from '../../db/project-security';
 import { isEmailSuppressed, SUPPRESSED_ERROR } from '../../db/suppressions';
 import { composeMessage } from '../../mail/compose';
 import { dkimKeyObject } from '../../mail/dkim';
@@ -9,7 +10,7 @@ import { type Mailer, SmtpError } from '../../mail/transport';
 
 export type DeliveryOutcome =
   | { delivered: true; smtpResponse: string }
-  | { delivered: false; reason: 'already_sent' | 'missing' | 'suppressed' };
+  | { delivered: false; reason: 'already_sent' | 'missing' | 'suppressed' | 'project_disabled' };
 
 export function createSendActivities({ orm, mailer }: { orm: Orm; mailer: Mailer }) {
   return {
@@ -32,6 +33,11 @@ export function createSendActivities({ orm, mailer }: { orm: Orm; mailer: Mailer
       if (await isEmailSuppressed(em, emailId)) {
         await markEmailFailed(em, emailId, SUPPRESSED_ERROR);
         return { delivered: false, reason: 'suppressed' };
+      }
+      // A disabled project sends nothing (db/project-security.ts): the email fails, it is not held.
+      if (await isEmailsProjectDisabled(em, emailId)) {
+        await markEmailFailed(em, emailId, PROJECT_DISABLED_ERROR);
+        return { delivered: false, reason: 'project_disabled' };
       }
       const keys = found.domainId ? await loadDomainKeys(em, found.domainId) : undefined;
       const dkim = keys && { domainName: keys.domain, keySelector: keys.selector, privateKey: dkimKeyObject(keys.privateKeyPem) };

@@ -7,3 +7,4 @@ export { journey, type JourneyInput } from './journey';
 export { segmentCompute, segmentEventDelivery } from './segment-compute';
 export { campaign, type CampaignInput } from './campaign';
 export { bulkContacts, type BulkContactsInput } from './bulk-contacts';
+export { sendSystemEmail, type SystemEmailInput } from './system-email';

@@ -1,0 +1,69 @@
+import { z } from 'zod';
+import { addMember, changeMemberRole, listMembers, removeMember } from '../../db/members';
+import type { AppDeps } from '../context';
+import type { RouteRegistry } from '../routing';
+import { addMemberBody, changeRoleBody, memberParams, memberSchema, projectIdParam } from '../schemas/accounts';
+
+/**
+ * Members and roles. Any member (or the project's secret key) lists them; OWNER / ADMIN (the key
+ * counts as ADMIN) add, re-role and remove; any member may remove themselves. The owner is fixed.
+ */
+export function registerMemberRoutes(api: RouteRegistry, _deps: AppDeps): void {
+  const tag = 'Members';
+
+  api.add({
+    method: 'get',
+    path: '/projects/:id/members',
+    tag,
+    summary: 'Members of the project with their roles (owner first)',
+    auth: 'secret',
+    projectParam: 'id',
+    params: projectIdParam,
+    response: z.array(memberSchema),
+    handler: ({ scope, project }) => listMembers(scope.em, project.id),
+  });
+
+  api.add({
+    method: 'post',
+    path: '/projects/:id/members',
+    tag,
+    summary: 'Add a user who has an account (404 USER_NOT_FOUND otherwise) as ADMIN or MEMBER (OWNER or ADMIN)',
+    auth: 'secret',
+    projectParam: 'id',
+    role: 'ADMIN',
+    params: projectIdParam,
+    body: addMemberBody,
+    response: memberSchema,
+    status: 201,
+    handler: ({ scope, project, body }) => addMember(scope.em, project.id, body.email, body.role),
+  });
+
+  api.add({
+    method: 'patch',
+    path: '/projects/:id/members/:userId',
+    tag,
+    summary: "Change a member's role between ADMIN and MEMBER (OWNER or ADMIN); the owner's role is fixed",
+    auth: 'secret',
+    projectParam: 'id',
+    role: 'ADMIN',
+    params: memberParams,
+    body: changeRoleBody,
+    response: memberSchema,
+    handler: ({ scope, project, params, body }) => changeMemberRole(scope.em, project.id, params.userId, body.role),
+  });
+
+  api.add({
+    method: 'delete',
+    path: '/projects/:id/members/:userId',
+    tag,
+    summary: 'Remove a member (OWNER or ADMIN), or leave the project (any member); the owner cannot be removed',
+    auth: 'secret',
+    projectParam: 'id',
+    params: memberParams,
+    handler: async ({ scope, project, auth, user, params }) => {
+      // A key has no user and counts as ADMIN; a session acts with its member role.
+      const actor = auth.via === 'session' ? { userId: user!.id, role: auth.role! } : { role: 'ADMIN' as const };
+      await removeMember(scope.em, project.id, actor, params.userId);
+    },
+  });
+}

@@ -1,0 +1,130 @@
+import { z } from 'zod';
+import { rotateProjectKeys } from '../../db/projects';
+import { projectSecurity } from '../../db/project-security';
+import { resetProject } from '../../db/project-reset';
+import { createUserProject, deleteProject, getMe, listUserProjects, renameProject } from '../../db/user-projects';
+import type { AppDeps } from '../context';
+import type { RouteRegistry } from '../routing';
+import {
+  createdProjectSchema,
+  deletedSchema,
+  meSchema,
+  projectIdParam,
+  projectKeysSchema,
+  projectNameBody,
+  resetProjectBody,
+  resetSummarySchema,
+  securitySchema,
+  userProjectSchema,
+} from '../schemas/accounts';
+
+/**
+ * The signed-in user and their projects. Session only: a project key cannot reach these (401).
+ * On `/users/@me/projects/:id…` the middleware checks membership and the role first.
+ */
+export function registerUserRoutes(api: RouteRegistry, deps: AppDeps): void {
+  const tag = 'Users and projects';
+
+  api.add({
+    method: 'get',
+    path: '/users/@me',
+    tag,
+    summary: 'The signed-in user, with the projects they belong to',
+    auth: 'session',
+    response: meSchema,
+    handler: ({ scope, user }) => getMe(scope.em, user.id),
+  });
+
+  api.add({
+    method: 'get',
+    path: '/users/@me/projects',
+    tag,
+    summary: "The user's projects with their role (key previews only)",
+    auth: 'session',
+    response: z.array(userProjectSchema),
+    handler: ({ scope, user }) => listUserProjects(scope.em, user.id),
+  });
+
+  api.add({
+    method: 'post',
+    path: '/users/@me/projects',
+    tag,
+    summary: 'Create a project owned by the user; returns its keys, shown this once',
+    auth: 'session',
+    body: projectNameBody,
+    response: createdProjectSchema,
+    status: 201,
+    handler: ({ scope, user, body }) => createUserProject(scope.em, user.id, body.name),
+  });
+
+  api.add({
+    method: 'patch',
+    path: '/users/@me/projects/:id',
+    tag,
+    summary: 'Rename the project (OWNER or ADMIN)',
+    auth: 'session',
+    projectParam: 'id',
+    role: 'ADMIN',
+    params: projectIdParam,
+    body: projectNameBody,
+    response: userProjectSchema,
+    handler: ({ scope, user, params, body }) => renameProject(scope.em, user.id, params.id, body.name),
+  });
+
+  api.add({
+    method: 'delete',
+    path: '/users/@me/projects/:id',
+    tag,
+    summary: 'Delete the project and everything in it (OWNER); its running journeys and campaigns are cancelled first',
+    auth: 'session',
+    projectParam: 'id',
+    role: 'OWNER',
+    params: projectIdParam,
+    response: deletedSchema,
+    handler: async ({ scope, params }) => {
+      await deleteProject(scope.em, params.id, deps.temporal);
+      return { id: params.id, deleted: true as const };
+    },
+  });
+
+  api.add({
+    method: 'post',
+    path: '/users/@me/projects/:id/regenerate-keys',
+    tag,
+    summary: 'Replace both keys (OWNER or ADMIN); the old ones stop working at once',
+    auth: 'session',
+    projectParam: 'id',
+    role: 'ADMIN',
+    params: projectIdParam,
+    response: projectKeysSchema,
+    handler: ({ scope, params }) => rotateProjectKeys(scope.em, params.id),
+  });
+
+  api.add({
+    method: 'get',
+    path: '/users/@me/projects/:id/security',
+    tag,
+    summary: 'Bounce and complaint rates (7 days, all time), project status and recent suspensions',
+    auth: 'session',
+    projectParam: 'id',
+    params: projectIdParam,
+    response: securitySchema,
+    handler: ({ scope, params }) => projectSecurity(scope.em, params.id),
+  });
+
+  api.add({
+    method: 'post',
+    path: '/users/@me/projects/:id/reset',
+    tag,
+    summary:
+      "Irreversibly delete the project's data (OWNER or ADMIN; `confirm` must be the project's exact name). " +
+      'Keeps the project, keys, members, domains and suppression list',
+    auth: 'session',
+    projectParam: 'id',
+    role: 'ADMIN',
+    params: projectIdParam,
+    body: resetProjectBody,
+    response: resetSummarySchema,
+    handler: ({ scope, params, body }) => resetProject(scope.em, params.id, body.confirm, deps.temporal),
+  });
+}

@@ -1,0 +1,69 @@
+import type { SystemEmail } from '../db/system-emails';
+import { type Address, messageIdFor, type OutgoingMessage } from './compose';
+
+type Content = Pick<SystemEmail, 'subject' | 'text' | 'html'>;
+
+const escape = (s: string) =>
+  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+
+const duration = (minutes: number) =>
+  minutes % 1440 === 0 ? plural(minutes / 1440, 'day') : minutes % 60 === 0 ? plural(minutes / 60, 'hour') : plural(minutes, 'minute');
+const plural = (n: number, unit: string) => `${n} ${unit}${n === 1 ? '' : 's'}`;
+
+function linkEmail(subject: string, intro: string, action: string, link: string, ttlMinutes: number, outro: string): Content {
+  const expiry = `The link works once and expires in ${duration(ttlMinutes)}.`;
+  return {
+    subject,
+    text: `${intro}\n\n${action}:\n${link}\n\n${expiry}\n${outro}\n`,
+    html: `<!doctype html><html><body style="font-family:system-ui,sans-serif;color:#222">
+<p>${escape(intro)}</p>
+<p><a href="${escape(link)}">${escape(action)}</a></p>
+<p style="color:#555">${escape(expiry)} ${escape(outro)}</p>
+<p style="color:#555;font-size:small">${escape(link)}</p>
+</body></html>`,
+  };
+}
+
+export function verificationEmail(publicUrl: string, token: string, ttlMinutes: number): Content {
+  return linkEmail(
+    'Confirm your email address',
+    'Welcome to Tidings. Please confirm that this is your email address.',
+    'Confirm your email address',
+    `${publicUrl}/auth/verify-email?token=${encodeURIComponent(token)}`,
+    ttlMinutes,
+    'If you did not sign up, you can ignore this email.',
+  );
+}
+
+export function passwordResetEmail(publicUrl: string, token: string, ttlMinutes: number): Content {
+  return linkEmail(
+    'Reset your password',
+    'Someone (hopefully you) asked to reset the password of your Tidings account.',
+    'Choose a new password',
+    `${publicUrl}/auth/reset-password?token=${encodeURIComponent(token)}`,
+    ttlMinutes,
+    'If you did not ask for this, ignore this email: your password stays as it is.',
+  );
+}
+
+/** SYSTEM_EMAIL_FROM as `Name <address>` or a bare address. */
+export function parseMailbox(value: string): Address {
+  const match = /^\s*"?([^"<]*?)"?\s*<([^<>\s]+)>\s*$/.exec(value);
+  if (!match) return { address: value.trim() };
+  return match[1] ? { name: match[1], address: match[2]! } : { address: match[2]! };
+}
+
+/** The stored row as a message; its id is the Message-ID's local part, so a retry is recognisable. */
+export function systemMessage(email: SystemEmail, systemFrom: string): OutgoingMessage {
+  const from = parseMailbox(systemFrom);
+  return {
+    messageId: messageIdFor(email.id, from.address),
+    from,
+    to: { address: email.to },
+    subject: email.subject,
+    text: email.text,
+    html: email.html,
+    headers: {},
+    attachments: [],
+  };
+}

@@ -1,0 +1,34 @@
+import { randomBytes } from 'node:crypto';
+import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import { keyContentType, type ImageStorage } from './storage';
+
+/**
+ * Images under `<dataDir>/uploads/<key>`, served by the API at `<publicUrl>/uploads/<key>`
+ * (api/routes/uploads.ts). Fine for one API process or a shared volume; several hosts need S3.
+ */
+export class LocalDiskStorage implements ImageStorage {
+  readonly localRoot: string;
+  private readonly baseUrl: string;
+
+  constructor(dataDir: string, publicUrl: string) {
+    this.localRoot = resolve(dataDir, 'uploads');
+    this.baseUrl = `${publicUrl}/uploads`;
+  }
+
+  async put(key: string, bytes: Buffer): Promise<string> {
+    if (!keyContentType(key)) throw new Error(`Not an upload key: ${key}`);
+    const file = join(this.localRoot, key);
+    await mkdir(dirname(file), { recursive: true });
+    // Written aside, then renamed: a reader never gets half a file.
+    const partial = `${file}.${randomBytes(6).toString('hex')}.partial`;
+    try {
+      await writeFile(partial, bytes);
+      await rename(partial, file);
+    } catch (err) {
+      await rm(partial, { force: true });
+      throw err;
+    }
+    return `${this.baseUrl}/${key}`;
+  }
+}

@@ -1,0 +1,41 @@
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import type { Config } from '../../config';
+import type { Orm } from '../../db/orm';
+import { closeSystemEmail, loadSystemEmail } from '../../db/system-emails';
+import { systemMessage } from '../../mail/account-emails';
+import { type Mailer, SmtpError } from '../../mail/transport';
+
+export function createSystemEmailActivities({ orm, mailer, config }: { orm: Orm; mailer: Mailer; config: Pick<Config, 'auth'> }) {
+  return {
+    /**
+     * Hands one account email to the relay, from SYSTEM_EMAIL_FROM. Recording the send is a
+     * separate activity, so a failure to record it is retried without mailing the user twice.
+     */
+    async deliverSystemEmail(id: string): Promise<{ delivered: boolean }> {
+      const em = orm.em.fork();
+      const email = await loadSystemEmail(em, id);
+      if (!email) {
+        // Started before the API's commit: the first attempts may not see the row yet.
+        if (Context.current().info.attempt < 10) throw ApplicationFailure.retryable(`System email ${id} not visible yet`);
+        return { delivered: false };
+      }
+      if (email.sentAt) return { delivered: false };
+      try {
+        const beat = setInterval(() => Context.current().heartbeat(), 5_000);
+        await mailer.send(systemMessage(email, config.auth.systemFrom)).finally(() => clearInterval(beat));
+        return { delivered: true };
+      } catch (err) {
+        if (err instanceof SmtpError && err.permanent) {
+          // Never deliverable: the link it carries goes too.
+          await closeSystemEmail(em, id, false);
+          throw ApplicationFailure.nonRetryable(err.message, 'SmtpPermanentError');
+        }
+        throw err;
+      }
+    },
+
+    async recordSystemEmailSent(id: string): Promise<void> {
+      await closeSystemEmail(orm.em.fork(), id, true);
+    },
+  };
+}
