@@ -71,7 +71,10 @@ export async function setBillingLimits(em: EntityManager, projectId: string, cha
 
 // ---- Consumption ----------------------------------------------------------------------------------
 
-/** Emails that count: every row of the category created in the period, except the ones the cap refused. */
+/**
+ * Emails that count: every row of the category created in the period, except the ones the cap
+ * refused. The partial index emails_billing_usage has this very predicate: keep them the same.
+ */
 const COUNTED = `project_id = ? and source = ? and created_at >= ? and created_at < ? and error is distinct from '${OVER_LIMIT_ERROR}'`;
 
 export interface Consumption {

@@ -68,8 +68,10 @@ export class Migration20261126000000_accounts extends Migration {
         subscription_status_at timestamptz,
         updated_at timestamptz not null default now()
       );`);
-    // Consumption per category and month is counted from emails; this index keeps the count cheap.
-    this.addSql(`create index emails_project_source_created on emails (project_id, source, created_at);`);
+    // Consumption per category and month is counted from emails (db/billing.ts COUNTED): partial on
+    // the same predicate, so the count is an index-only scan over the project's month alone.
+    this.addSql(`create index emails_billing_usage on emails (project_id, source, created_at)
+      where error is distinct from 'BILLING_LIMIT_EXCEEDED';`);
 
     this.addSql(`
       create table uploads (
@@ -97,7 +99,7 @@ export class Migration20261126000000_accounts extends Migration {
   override async down(): Promise<void> {
     this.addSql(`drop table if exists system_emails, uploads, billing_accounts, billing_limits, project_suspensions,
       project_members, user_tokens, users cascade;`);
-    this.addSql(`drop index if exists emails_project_source_created;`);
+    this.addSql(`drop index if exists emails_billing_usage;`);
     this.addSql(`alter table projects drop column if exists disabled_reason, drop column if exists disabled_at;`);
   }
 }
