@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type { ImageStorage } from '../storage/storage';
 import { notFound } from '../errors';
 import { addOwner, type Role } from './members';
 import { type ProjectRunner, stopProjectWork } from './project-reset';
@@ -115,15 +116,19 @@ export async function renameProject(em: EntityManager, userId: string, projectId
 
 /**
  * Deletes the project and, by the schema's cascades, everything in it (contacts, emails, members,
- * suspensions, billing rows...). Its journeys and campaigns are stopped first and its domains'
- * verification workflows ended, so nothing keeps running for a project that is gone.
+ * suspensions, billing rows...). Its journeys and campaigns are stopped first, its uploaded images
+ * removed from storage, and its domains' verification workflows ended, so nothing keeps running
+ * or stays published for a project that is gone.
  */
 export async function deleteProject(
   em: EntityManager,
   projectId: string,
   runner: ProjectRunner & { stopDomainVerification(domainId: string): Promise<void> },
+  storage: Pick<ImageStorage, 'removeProject'>,
 ): Promise<void> {
   await stopProjectWork(em, projectId, runner);
+  // Before the rows: should the storage fail, the project is still there and the delete can be retried.
+  await storage.removeProject(projectId);
   const domains = await query<{ id: string }>(em, 'select id from domains where project_id = ?', [projectId]);
   await query(em, 'delete from projects where id = ?', [projectId]);
   // After the delete: a verification check that finds its domain gone ends its workflow anyway.

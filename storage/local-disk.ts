@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
-import { keyContentType, type ImageStorage } from './storage';
+import { keyContentType, projectPrefix, type ImageStorage } from './storage';
 
 /**
  * Images under `<dataDir>/uploads/<key>`, served by the API at `<publicUrl>/uploads/<key>`
@@ -30,5 +30,9 @@ export class LocalDiskStorage implements ImageStorage {
       throw err;
     }
     return `${this.baseUrl}/${key}`;
+  }
+
+  async removeProject(projectId: string): Promise<void> {
+    await rm(join(this.localRoot, projectPrefix(projectId)), { recursive: true, force: true });
   }
 }

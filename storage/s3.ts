@@ -1,6 +1,6 @@
-import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { DeleteObjectsCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import type { Config } from '../config';
-import { IMMUTABLE_CACHE_CONTROL, type ImageStorage } from './storage';
+import { IMMUTABLE_CACHE_CONTROL, projectPrefix, type ImageStorage } from './storage';
 
 type S3Config = NonNullable<Config['s3']>;
 
@@ -40,6 +40,21 @@ export class S3ImageStorage implements ImageStorage {
       }),
     );
     return `${this.baseUrl}/${key}`;
+  }
+
+  /** Lists the project's prefix a page (≤ 1,000 keys) at a time and deletes each page in one request. */
+  async removeProject(projectId: string): Promise<void> {
+    const prefix = projectPrefix(projectId);
+    let token: string | undefined;
+    do {
+      const page = await this.client.send(new ListObjectsV2Command({ Bucket: this.s3.bucket, Prefix: prefix, ContinuationToken: token }));
+      const keys = (page.Contents ?? []).flatMap((o) => (o.Key ? [{ Key: o.Key }] : []));
+      if (keys.length) {
+        const result = await this.client.send(new DeleteObjectsCommand({ Bucket: this.s3.bucket, Delete: { Objects: keys, Quiet: true } }));
+        if (result.Errors?.length) throw new Error(`The bucket kept ${result.Errors.length} of the project's images: ${result.Errors[0]!.Message}`);
+      }
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
   }
 }
 

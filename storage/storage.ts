@@ -5,6 +5,8 @@ import type { ImageType } from './image-type';
 export interface ImageStorage {
   /** Stores the bytes under `key` (see uploadKey) and returns the URL anyone can fetch them at. */
   put(key: string, bytes: Buffer, contentType: string): Promise<string>;
+  /** Removes every object of the project (keys `<projectId>/…`), when the project is deleted. */
+  removeProject(projectId: string): Promise<void>;
   /** Folder the API serves the objects from itself; undefined when another server serves them. */
   readonly localRoot?: string;
 }
@@ -25,7 +27,14 @@ const EXTENSION_TYPES: Record<ImageType['extension'], ImageType['contentType']> 
  */
 export const uploadKey = (projectId: string, type: ImageType) => `${projectId}/${randomBytes(16).toString('hex')}.${type.extension}`;
 
+const PROJECT = /^[A-Za-z0-9_]{1,64}$/;
 const KEY = /^[A-Za-z0-9_]{1,64}\/[0-9a-f]{32}\.(png|jpg|gif|webp)$/;
+
+/** The `<projectId>/` prefix of its keys; refuses an id that could name anything else. */
+export function projectPrefix(projectId: string): string {
+  if (!PROJECT.test(projectId)) throw new Error(`Not a project id: ${projectId}`);
+  return `${projectId}/`;
+}
 
 /**
  * The content type of a well-formed key, undefined for anything else. Only keys of exactly the

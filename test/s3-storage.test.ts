@@ -6,6 +6,7 @@ import { createApp } from '../api/app';
 import type { ProjectWithKeys } from '../db/projects';
 import { query } from '../db/sql';
 import { bucketUrl, S3ImageStorage } from '../storage/s3';
+import { addTestMember, createTestUser } from './helpers/accounts';
 import { bearer, startTestEnv, type TestEnv } from './helpers/env';
 import { startGofakes3, type Gofakes3 } from './helpers/gofakes3';
 import { jpeg, png, webp } from './helpers/images';
@@ -77,6 +78,24 @@ it.each([
   // Nothing on local disk, and the API does not serve the key itself.
   expect(existsSync(path.join(dataDir, 'uploads'))).toBe(false);
   expect((await env.http().get(`/uploads/${key}`)).status).toBe(404);
+});
+
+it("deleting a project removes its images from the bucket and leaves other projects' alone", async () => {
+  const owner = await createTestUser(env);
+  const doomed = await env.project('s3 doomed');
+  await addTestMember(env, doomed.id, owner.id, 'OWNER');
+  const upload = async (key: string) => {
+    const res = await env.http().post('/uploads/image').set(bearer(key)).attach('file', png(), 'logo.png');
+    expect(res.status).toBe(201);
+    return res.body.url as string;
+  };
+  const gone = [await upload(doomed.secretKey), await upload(doomed.secretKey)];
+  const kept = await upload(project.secretKey);
+  for (const url of [...gone, kept]) expect((await fetch(url)).status).toBe(200);
+
+  expect((await env.http().delete(`/users/@me/projects/${doomed.id}`).set({ Cookie: owner.cookie })).status).toBe(200);
+  for (const url of gone) expect((await fetch(url)).status).toBe(404);
+  expect((await fetch(kept)).status).toBe(200);
 });
 
 it('GET /config reports object storage on', async () => {

@@ -203,3 +203,20 @@ describe('serving', () => {
     }
   });
 });
+
+describe('deleting the project', () => {
+  it("removes its images from disk and leaves other projects' alone", async () => {
+    const owner = await createTestUser(env);
+    const doomed = await env.project('uploads doomed');
+    await addTestMember(env, doomed.id, owner.id, 'OWNER');
+    const gone = await upload(png(), 'a.png', 'image/png', 'file', doomed);
+    const kept = await upload(gif(), 'b.gif', 'image/gif');
+    expect([gone.status, kept.status]).toEqual([201, 201]);
+    expect(storedFiles(doomed.id)).toHaveLength(1);
+
+    expect((await env.http().delete(`/users/@me/projects/${doomed.id}`).set({ Cookie: owner.cookie })).status).toBe(200);
+    expect(existsSync(path.join(dataDir, 'uploads', doomed.id))).toBe(false);
+    expect((await fetchUrl(gone.body.url)).status).toBe(404);
+    expect((await fetchUrl(kept.body.url)).status).toBe(200);
+  });
+});

@@ -82,7 +82,7 @@ export function registerUserRoutes(api: RouteRegistry, deps: AppDeps): void {
     params: projectIdParam,
     response: deletedSchema,
     handler: async ({ scope, params }) => {
-      await deleteProject(scope.em, params.id, deps.temporal);
+      await deleteProject(scope.em, params.id, deps.temporal, deps.storage);
       return { id: params.id, deleted: true as const };
     },
   });
