@@ -4,7 +4,7 @@ import { newId } from './ids';
 import { query, queryOne } from './sql';
 
 /**
- * Project status and the sending-reputation rules (issue 8). A disabled project answers reads
+ * Project status and the sending-reputation rules. A disabled project answers reads
  * but refuses writes (api/middleware/auth.ts), and sends nothing: deliverEmail marks its emails
  * FAILED with error `project disabled`, a campaign batch cancels its campaign.
  *
