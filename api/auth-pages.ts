@@ -1,12 +1,8 @@
-const escape = (s: string) =>
-  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+import { escapeHtml } from '../mail/html';
+import { htmlPage } from './html-page';
 
-function page(title: string, content: string): string {
-  return `<!doctype html><html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
-<title>${escape(title)}</title><style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem;color:#222}
-input,button{font-size:1rem;padding:.5rem}button{cursor:pointer}</style></head>
-<body><h1>${escape(title)}</h1>${content}</body></html>`;
-}
+const page = (title: string, content: string) =>
+  htmlPage(title, content, 'input,button{font-size:1rem;padding:.5rem}button{cursor:pointer}');
 
 /**
  * The pages behind the links in account mail. The reset link only shows a form: following it
@@ -14,12 +10,12 @@ input,button{font-size:1rem;padding:.5rem}button{cursor:pointer}</style></head>
  * password as JSON to POST /auth/reset-password, relative to this page so a path prefix still works.
  */
 export const authPages = {
-  verified: (email: string) => page('Email address confirmed', `<p><strong>${escape(email)}</strong> is confirmed. You can close this page.</p>`),
-  invalidLink: (message: string) => page('Link not valid', `<p>${escape(message)}</p>`),
+  verified: (email: string) => page('Email address confirmed', `<p><strong>${escapeHtml(email)}</strong> is confirmed. You can close this page.</p>`),
+  invalidLink: (message: string) => page('Link not valid', `<p>${escapeHtml(message)}</p>`),
   resetForm: (token: string) =>
     page(
       'Choose a new password',
-      `<form id="reset" data-token="${escape(token)}">
+      `<form id="reset" data-token="${escapeHtml(token)}">
 <p><label>New password (8 to 200 characters)<br><input type="password" name="password" minlength="8" maxlength="200" required autocomplete="new-password"></label></p>
 <p><button type="submit">Set password</button></p></form><p id="result" role="status"></p>
 <script>

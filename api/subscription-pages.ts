@@ -1,15 +1,11 @@
-const escape = (s: string) =>
-  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+import { escapeHtml } from '../mail/html';
+import { htmlPage } from './html-page';
 
-function page(title: string, content: string): string {
-  return `<!doctype html><html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
-<title>${escape(title)}</title><style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem;color:#222}
-button{font-size:1rem;padding:.5rem 1rem;cursor:pointer}form{display:inline-block;margin-right:.5rem}</style></head>
-<body><h1>${escape(title)}</h1>${content}</body></html>`;
-}
+const page = (title: string, content: string) =>
+  htmlPage(title, content, 'button{font-size:1rem;padding:.5rem 1rem;cursor:pointer}form{display:inline-block;margin-right:.5rem}');
 
 const button = (action: string, label: string) =>
-  `<form method="post" action="${escape(action)}"><button type="submit">${escape(label)}</button></form>`;
+  `<form method="post" action="${escapeHtml(action)}"><button type="submit">${escapeHtml(label)}</button></form>`;
 
 /**
  * Targets relative to the page (every page is /<kind>/<token>): root-relative ones ("/unsubscribe/…")
@@ -20,19 +16,19 @@ const target = (kind: 'unsubscribe' | 'subscribe' | 'manage', token: string) => 
 
 export const subscriptionPages = {
   confirmUnsubscribe: (email: string, token: string) =>
-    page('Unsubscribe', `<p>Stop sending email to <strong>${escape(email)}</strong>?</p>${button(target('unsubscribe', token), 'Unsubscribe')}`),
+    page('Unsubscribe', `<p>Stop sending email to <strong>${escapeHtml(email)}</strong>?</p>${button(target('unsubscribe', token), 'Unsubscribe')}`),
   confirmSubscribe: (email: string, token: string) =>
-    page('Subscribe', `<p>Receive email at <strong>${escape(email)}</strong> again?</p>${button(target('subscribe', token), 'Subscribe')}`),
+    page('Subscribe', `<p>Receive email at <strong>${escapeHtml(email)}</strong> again?</p>${button(target('subscribe', token), 'Subscribe')}`),
   done: (email: string, subscribed: boolean, token: string) =>
     page(
       subscribed ? 'You are subscribed' : 'You are unsubscribed',
-      `<p><strong>${escape(email)}</strong> ${subscribed ? 'will receive our email.' : 'will no longer receive our marketing email.'}</p>
-       <p><a href="${escape(target('manage', token))}">Manage your subscription</a></p>`,
+      `<p><strong>${escapeHtml(email)}</strong> ${subscribed ? 'will receive our email.' : 'will no longer receive our marketing email.'}</p>
+       <p><a href="${escapeHtml(target('manage', token))}">Manage your subscription</a></p>`,
     ),
   manage: (email: string, subscribed: boolean, token: string) =>
     page(
       'Your subscription',
-      `<p><strong>${escape(email)}</strong> is currently <strong>${subscribed ? 'subscribed' : 'unsubscribed'}</strong>.</p>
+      `<p><strong>${escapeHtml(email)}</strong> is currently <strong>${subscribed ? 'subscribed' : 'unsubscribed'}</strong>.</p>
        ${subscribed ? button(target('unsubscribe', token), 'Unsubscribe') : button(target('subscribe', token), 'Subscribe again')}`,
     ),
   invalid: () => page('Link not valid', '<p>This link is not valid or the contact no longer exists.</p>'),

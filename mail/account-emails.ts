@@ -1,10 +1,9 @@
 import type { SystemEmail } from '../db/system-emails';
 import { type Address, messageIdFor, type OutgoingMessage } from './compose';
+import { escapeHtml } from './html';
 
 type Content = Pick<SystemEmail, 'subject' | 'text' | 'html'>;
 
-const escape = (s: string) =>
-  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
 const duration = (minutes: number) =>
   minutes % 1440 === 0 ? plural(minutes / 1440, 'day') : minutes % 60 === 0 ? plural(minutes / 60, 'hour') : plural(minutes, 'minute');
@@ -16,10 +15,10 @@ function linkEmail(subject: string, intro: string, action: string, link: string,
     subject,
     text: `${intro}\n\n${action}:\n${link}\n\n${expiry}\n${outro}\n`,
     html: `<!doctype html><html><body style="font-family:system-ui,sans-serif;color:#222">
-<p>${escape(intro)}</p>
-<p><a href="${escape(link)}">${escape(action)}</a></p>
-<p style="color:#555">${escape(expiry)} ${escape(outro)}</p>
-<p style="color:#555;font-size:small">${escape(link)}</p>
+<p>${escapeHtml(intro)}</p>
+<p><a href="${escapeHtml(link)}">${escapeHtml(action)}</a></p>
+<p style="color:#555">${escapeHtml(expiry)} ${escapeHtml(outro)}</p>
+<p style="color:#555;font-size:small">${escapeHtml(link)}</p>
 </body></html>`,
   };
 }
