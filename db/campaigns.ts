@@ -8,6 +8,7 @@ import { requireVerifiedSender } from './domains';
 import { compileContent, renderForContact } from './email-content';
 import type { JsonValue } from './entities/contact';
 import { newId } from './ids';
+import { MESSAGE_FIELD_COLUMNS, messageFields } from './message-fields';
 import { type CursorPage, projectRowsPage } from './paging';
 import { segmentContactsSql } from './segment-sql';
 import { query, queryOne } from './sql';
@@ -97,17 +98,7 @@ const COLUMNS = `id, project_id, name, description, subject, body, from_email, f
   scheduled_for, sent_at, cancelled_at, total_recipients, created_at, updated_at`;
 
 /** API field → column, for inserts and replacements. */
-const FIELD_COLUMNS: Record<keyof CampaignInput, string> = {
-  name: 'name',
-  description: 'description',
-  subject: 'subject',
-  body: 'body',
-  from: 'from_email',
-  fromName: 'from_name',
-  replyTo: 'reply_to',
-  type: 'type',
-  segmentId: 'segment_id',
-};
+const FIELD_COLUMNS: Record<keyof CampaignInput, string> = { ...MESSAGE_FIELD_COLUMNS, segmentId: 'segment_id' };
 const FIELDS = Object.keys(FIELD_COLUMNS) as (keyof CampaignInput)[];
 
 const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
@@ -115,14 +106,7 @@ const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
 function toDto(row: CampaignRow, stats: CampaignStats): CampaignDto {
   return {
     id: row.id,
-    name: row.name,
-    description: row.description,
-    subject: row.subject,
-    body: row.body,
-    from: row.from_email,
-    fromName: row.from_name,
-    replyTo: row.reply_to,
-    type: row.type,
+    ...messageFields(row),
     segmentId: row.segment_id,
     status: row.status,
     scheduledFor: iso(row.scheduled_for),

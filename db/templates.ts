@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { notFound } from '../errors';
 import { newId } from './ids';
+import { MESSAGE_FIELD_COLUMNS, messageFields } from './message-fields';
 import { type CursorPage, projectRowsPage } from './paging';
 import { query, queryOne } from './sql';
 
@@ -43,28 +44,12 @@ interface TemplateRow {
 const COLUMNS = 'id, name, description, subject, body, from_email, from_name, reply_to, type, created_at, updated_at';
 
 /** API field → column, for inserts and partial updates. */
-const FIELD_COLUMNS: Record<keyof TemplateInput, string> = {
-  name: 'name',
-  description: 'description',
-  subject: 'subject',
-  body: 'body',
-  from: 'from_email',
-  fromName: 'from_name',
-  replyTo: 'reply_to',
-  type: 'type',
-};
+const FIELD_COLUMNS: Record<keyof TemplateInput, string> = MESSAGE_FIELD_COLUMNS;
 
 function toDto(row: TemplateRow): TemplateDto {
   return {
     id: row.id,
-    name: row.name,
-    description: row.description,
-    subject: row.subject,
-    body: row.body,
-    from: row.from_email,
-    fromName: row.from_name,
-    replyTo: row.reply_to,
-    type: row.type,
+    ...messageFields(row),
     createdAt: new Date(row.created_at).toISOString(),
     updatedAt: new Date(row.updated_at).toISOString(),
   };
