@@ -26,7 +26,7 @@ import { allowance, monthContaining, setBillingLimits } from '../db/billing';
 import { createOrm, migrate, type Orm } from '../db/orm';
 import { createProject } from '../db/projects';
 import { query } from '../db/sql';
-import { freshDatabase, interruption, Teardown } from './harness';
+import { freshDatabase, type Interruption, runBench, type Teardown } from './harness';
 import { environmentLine, log, percentile, positiveInt } from './support';
 
 const VOLUMES = [10_000, 100_000, 1_000_000];
@@ -83,67 +83,57 @@ async function measure(orm: Orm, projectId: string, volume: number, runs: number
   return { volume, capped: median(capped), uncapped: median(uncapped) };
 }
 
-async function main(): Promise<void> {
+async function main(teardown: Teardown, stop: Interruption): Promise<void> {
   const opts = options();
-  const teardown = new Teardown();
-  const stop = interruption();
-  try {
-    const db = await freshDatabase(teardown);
-    const orm = await createOrm(db.url);
-    teardown.add(() => orm.close());
-    await migrate(orm);
-    log(`database ${db.name} created and migrated`);
-    const project = await createProject(orm.em.fork(), 'bench');
-    const neighbour = await createProject(orm.em.fork(), 'bench neighbour');
-    const month = monthContaining(new Date()).start;
-    const lastMonth = new Date(Date.UTC(month.getUTCFullYear(), month.getUTCMonth() - 1, 1));
+  const db = await freshDatabase(teardown);
+  const orm = await createOrm(db.url);
+  teardown.add(() => orm.close());
+  await migrate(orm);
+  log(`database ${db.name} created and migrated`);
+  const project = await createProject(orm.em.fork(), 'bench');
+  const neighbour = await createProject(orm.em.fork(), 'bench neighbour');
+  const month = monthContaining(new Date()).start;
+  const lastMonth = new Date(Date.UTC(month.getUTCFullYear(), month.getUTCMonth() - 1, 1));
+  stop.checkpoint();
+
+  const loadBefore = os.loadavg()[0]!;
+  const rows: Awaited<ReturnType<typeof measure>>[] = [];
+  let have = 0;
+  for (const volume of VOLUMES) {
+    const t0 = performance.now();
+    await addEmails(orm, project.id, have, volume, month, new Date());
+    await addEmails(orm, project.id, have, volume, lastMonth, month);
+    await addEmails(orm, neighbour.id, have, volume, month, new Date());
+    // Outside a transaction (vacuum cannot run in one): fresh statistics and visibility map, as a settled table has.
+    await query(orm.em.fork(), 'vacuum analyze emails');
+    have = volume;
+    log(`${volume.toLocaleString('en')} emails this month (${((performance.now() - t0) / 1000).toFixed(1)} s to add and vacuum)`);
     stop.checkpoint();
-
-    const loadBefore = os.loadavg()[0]!;
-    const rows: Awaited<ReturnType<typeof measure>>[] = [];
-    let have = 0;
-    for (const volume of VOLUMES) {
-      const t0 = performance.now();
-      await addEmails(orm, project.id, have, volume, month, new Date());
-      await addEmails(orm, project.id, have, volume, lastMonth, month);
-      await addEmails(orm, neighbour.id, have, volume, month, new Date());
-      // Outside a transaction (vacuum cannot run in one): fresh statistics and visibility map, as a settled table has.
-      await query(orm.em.fork(), 'vacuum analyze emails');
-      have = volume;
-      log(`${volume.toLocaleString('en')} emails this month (${((performance.now() - t0) / 1000).toFixed(1)} s to add and vacuum)`);
-      stop.checkpoint();
-      rows.push(await measure(orm, project.id, volume, opts.runs));
-      log(`${volume.toLocaleString('en')}: capped ${rows.at(-1)!.capped.toFixed(2)} ms, uncapped ${rows.at(-1)!.uncapped.toFixed(2)} ms`);
-      stop.checkpoint();
-    }
-    const [size] = await query<{ heap: string; total: string }>(
-      orm.em.fork(),
-      `select pg_size_pretty(pg_relation_size('emails')) as heap, pg_size_pretty(pg_total_relation_size('emails')) as total`,
-    );
-
-    const lines = [
-      '',
-      `Billing cap check (db/billing.ts allowance, lock: true, in a transaction): median of ${opts.runs} runs after a warm-up, capped and uncapped alternating`,
-      `  emails table at the end: heap ${size!.heap}, with indexes ${size!.total}; per volume step, the project's month, its last month and a neighbour's month`,
-      `  environment   ${environmentLine(db.serverVersion)}`,
-      `  load average  ${loadBefore.toFixed(1)} before, ${os.loadavg()[0]!.toFixed(1)} after (1-minute; other work on the machine skews the figures)`,
-      '',
-      '| emails this month | capped (ms) | uncapped (ms) | µs per email, capped | capped / uncapped |',
-      '|---:|---:|---:|---:|---:|',
-      ...rows.map(
-        (r) =>
-          `| ${r.volume.toLocaleString('en')} | ${r.capped.toFixed(2)} | ${r.uncapped.toFixed(2)} | ${((r.capped * 1000) / r.volume).toFixed(3)} | ${(r.capped / r.uncapped).toFixed(1)} |`,
-      ),
-      '',
-    ];
-    process.stdout.write(lines.join('\n'));
-  } finally {
-    await teardown.run();
-    stop.dispose();
+    rows.push(await measure(orm, project.id, volume, opts.runs));
+    log(`${volume.toLocaleString('en')}: capped ${rows.at(-1)!.capped.toFixed(2)} ms, uncapped ${rows.at(-1)!.uncapped.toFixed(2)} ms`);
+    stop.checkpoint();
   }
+  const [size] = await query<{ heap: string; total: string }>(
+    orm.em.fork(),
+    `select pg_size_pretty(pg_relation_size('emails')) as heap, pg_size_pretty(pg_total_relation_size('emails')) as total`,
+  );
+
+  const lines = [
+    '',
+    `Billing cap check (db/billing.ts allowance, lock: true, in a transaction): median of ${opts.runs} runs after a warm-up, capped and uncapped alternating`,
+    `  emails table at the end: heap ${size!.heap}, with indexes ${size!.total}; per volume step, the project's month, its last month and a neighbour's month`,
+    `  environment   ${environmentLine(db.serverVersion)}`,
+    `  load average  ${loadBefore.toFixed(1)} before, ${os.loadavg()[0]!.toFixed(1)} after (1-minute; other work on the machine skews the figures)`,
+    '',
+    '| emails this month | capped (ms) | uncapped (ms) | µs per email, capped | capped / uncapped |',
+    '|---:|---:|---:|---:|---:|',
+    ...rows.map(
+      (r) =>
+        `| ${r.volume.toLocaleString('en')} | ${r.capped.toFixed(2)} | ${r.uncapped.toFixed(2)} | ${((r.capped * 1000) / r.volume).toFixed(3)} | ${(r.capped / r.uncapped).toFixed(1)} |`,
+    ),
+    '',
+  ];
+  process.stdout.write(lines.join('\n'));
 }
 
-main().catch((err: unknown) => {
-  log(err instanceof Error ? (err.stack ?? err.message) : String(err));
-  process.exitCode = 1;
-});
+runBench(main);

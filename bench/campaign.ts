@@ -34,7 +34,7 @@ import { composeMessage } from '../mail/compose';
 import { dkimKeyObject } from '../mail/dkim';
 import { createSmtpMailer } from '../mail/transport';
 import { DEFAULT_CAMPAIGN_TUNING } from '../temporal/workflows/campaign';
-import { cpuSnapshot, headersOf, interruption, type Stack, startStack, Teardown, verifiedDomain } from './harness';
+import { cpuSnapshot, headersOf, type Stack, startStack, Teardown, verifiedDomain, type Interruption, runBench } from './harness';
 import { environmentLine, log, positiveInt } from './support';
 
 const DOMAIN = 'bench-campaign.test';
@@ -121,142 +121,132 @@ async function rawRate(stack: Stack, domainId: string, count: number, inFlight: 
   }
 }
 
-async function main(): Promise<void> {
+async function main(teardown: Teardown, signals: Interruption): Promise<void> {
   const opts = options();
-  const teardown = new Teardown();
-  const signals = interruption();
-  try {
-    const stack = await startStack({
-      teardown,
-      checkpoint: signals.checkpoint,
-      concurrency: 4,
-      env: { SEND_THROTTLE_PER_SECOND: String(opts.throttle) },
-    });
-    const domainId = await verifiedDomain(stack, DOMAIN);
-    signals.checkpoint();
-    let t = performance.now();
-    await seedContacts(stack, opts.n);
-    log(`${opts.n} contacts inserted in ${((performance.now() - t) / 1000).toFixed(1)} s`);
-    signals.checkpoint();
+  const stack = await startStack({
+    teardown,
+    checkpoint: signals.checkpoint,
+    concurrency: 4,
+    env: { SEND_THROTTLE_PER_SECOND: String(opts.throttle) },
+  });
+  const domainId = await verifiedDomain(stack, DOMAIN);
+  signals.checkpoint();
+  let t = performance.now();
+  await seedContacts(stack, opts.n);
+  log(`${opts.n} contacts inserted in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+  signals.checkpoint();
 
-    const inFlight = DEFAULT_CAMPAIGN_TUNING.concurrency;
-    const rawBefore = await rawRate(stack, domainId, opts.raw, inFlight);
-    log(`raw nodemailer pool → sink: ${rawBefore.rate.toFixed(0)} msg/s`);
-    signals.checkpoint();
+  const inFlight = DEFAULT_CAMPAIGN_TUNING.concurrency;
+  const rawBefore = await rawRate(stack, domainId, opts.raw, inFlight);
+  log(`raw nodemailer pool → sink: ${rawBefore.rate.toFixed(0)} msg/s`);
+  signals.checkpoint();
 
-    const created = await stack.client.request('POST', '/campaigns', {
-      name: 'Bench',
-      subject: SUBJECT,
-      body: BODY,
-      from: `news@${DOMAIN}`,
-      fromName: 'Bench News',
-    });
-    if (created.status !== 201) throw new Error(`POST /campaigns: ${created.status} ${created.text}`);
-    const campaignId = (created.body as { id: string }).id;
+  const created = await stack.client.request('POST', '/campaigns', {
+    name: 'Bench',
+    subject: SUBJECT,
+    body: BODY,
+    from: `news@${DOMAIN}`,
+    fromName: 'Bench News',
+  });
+  if (created.status !== 201) throw new Error(`POST /campaigns: ${created.status} ${created.text}`);
+  const campaignId = (created.body as { id: string }).id;
 
-    const loadBefore = os.loadavg()[0]!;
-    const cpuBefore = cpuSnapshot(stack);
-    const wallStart = Date.now();
-    t = performance.now();
-    const sent = await stack.client.request('POST', `/campaigns/${campaignId}/send`, {});
-    if (sent.status !== 200) throw new Error(`POST /campaigns/:id/send: ${sent.status} ${sent.text}`);
-    const acceptMs = performance.now() - t;
+  const loadBefore = os.loadavg()[0]!;
+  const cpuBefore = cpuSnapshot(stack);
+  const wallStart = Date.now();
+  t = performance.now();
+  const sent = await stack.client.request('POST', `/campaigns/${campaignId}/send`, {});
+  if (sent.status !== 200) throw new Error(`POST /campaigns/:id/send: ${sent.status} ${sent.text}`);
+  const acceptMs = performance.now() - t;
 
-    let last = { at: Date.now(), count: 0 };
-    const progress = setInterval(() => {
-      const count = stack.sink.messages.length;
-      log(`${((Date.now() - wallStart) / 1000).toFixed(0)} s: ${count} delivered (+${((count - last.count) / ((Date.now() - last.at) / 1000)).toFixed(0)}/s)`);
-      last = { at: Date.now(), count };
-    }, 5_000);
-    teardown.add(async () => clearInterval(progress));
-    let lastCount = -1;
-    let lastProgress = Date.now();
-    while (!signals.interrupted && stack.sink.messages.length < opts.n && Date.now() - lastProgress < 60_000) {
-      if (stack.sink.messages.length !== lastCount) [lastCount, lastProgress] = [stack.sink.messages.length, Date.now()];
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    clearInterval(progress);
-    const messages = stack.sink.messages;
-    const lastAt = messages.length ? Math.max(...messages.slice(-1000).map((m) => m.receivedAt.getTime())) : NaN;
-    const firstAt = messages.length ? messages[0]!.receivedAt.getTime() : NaN;
-    const cpuAfter = cpuSnapshot(stack);
-    const loadAfter = os.loadavg()[0]!;
-
-    // The campaign's own end: SENT once its last mark is written.
-    const status = async () =>
-      (await queryOne<{ status: string; total: number; snapshot_ms: number | null }>(
-        stack.orm.em.fork(),
-        `select status, total_recipients as total,
-           extract(epoch from (snapshot_at - ?::timestamptz)) * 1000 as snapshot_ms
-         from campaigns where id = ?`,
-        [new Date(wallStart).toISOString(), campaignId],
-      ))!;
-    let c = await status();
-    for (const deadline = Date.now() + 30_000; !signals.interrupted && c.status !== 'SENT' && Date.now() < deadline; ) {
-      await new Promise((r) => setTimeout(r, 200));
-      c = await status();
-    }
-
-    // Checks: every contact exactly once (by recipient and by Message-ID), signed; rows agree.
-    const perRecipient = new Map<string, number>();
-    const ids = new Set<string>();
-    let unsigned = 0;
-    for (const m of messages) {
-      const to = m.envelope.to[0] ?? '';
-      perRecipient.set(to, (perRecipient.get(to) ?? 0) + 1);
-      const h = headersOf(m.raw);
-      if (h.messageId) ids.add(h.messageId);
-      if (h.dkimDomain !== DOMAIN) unsigned++;
-    }
-    const duplicated = [...perRecipient.values()].filter((v) => v > 1).length;
-    const rows = await query<{ status: string; n: string }>(
-      stack.orm.em.fork(),
-      'select status, count(*) as n from emails where campaign_id = ? group by status',
-      [campaignId],
-    );
-    const sentRows = Number(rows.find((r) => r.status === 'SENT')?.n ?? 0);
-    const checkOk =
-      !signals.interrupted && perRecipient.size === opts.n && duplicated === 0 && ids.size === opts.n && unsigned === 0 &&
-      messages.length === opts.n && sentRows === opts.n && c.status === 'SENT' && c.total === opts.n;
-
-    stack.sink.clear();
-    const rawAfter = signals.interrupted ? rawBefore : await rawRate(stack, domainId, opts.raw, inFlight);
-    const raw = (rawBefore.rate + rawAfter.rate) / 2;
-    const rawCpuMs = (rawBefore.cpuMs + rawAfter.cpuMs) / 2;
-
-    const e2eSeconds = (lastAt - wallStart) / 1000;
-    const e2e = opts.n / e2eSeconds;
-    const steady = (opts.n - 1) / ((lastAt - firstAt) / 1000);
-    const cpu = (k: 'node' | 'temporal' | 'postgres') => (cpuAfter[k] - cpuBefore[k]).toFixed(1);
-    const perEmail = (k: 'node' | 'temporal' | 'postgres') => (((cpuAfter[k] - cpuBefore[k]) * 1000) / opts.n).toFixed(2);
-    const lines = [
-      '',
-      `Tidings campaign bench: one campaign to N=${opts.n} contacts, API → Temporal → worker → SMTP sink`,
-      `  environment   ${environmentLine(stack.db.serverVersion)}`,
-      `  load average  ${loadBefore.toFixed(1)} before, ${loadAfter.toFixed(1)} after (1-minute; other work on the machine skews the figures)`,
-      `  setup         one Node process runs the API, the Temporal worker (default options), the DNS server and the SMTP sink;`,
-      `                PostgreSQL and the Temporal dev server (in-memory, headless) are separate processes on the same machine`,
-      `  campaign      batches of ${DEFAULT_CAMPAIGN_TUNING.batchSize}, ${inFlight} emails in flight, SEND_THROTTLE_PER_SECOND=${opts.throttle} (consulted, not limiting)`,
-      `  message       MARKETING: DKIM-signed (RSA-2048) HTML rendered per contact, click-tracked link and open pixel, List-Unsubscribe`,
-      `  send request  answered in ${acceptMs.toFixed(0)} ms (status SENDING); audience snapshot done ${c.snapshot_ms === null ? '?' : `${(Number(c.snapshot_ms) / 1000).toFixed(2)} s`} after it`,
-      `  end to end    ${opts.n} emails in ${e2eSeconds.toFixed(2)} s: ${e2e.toFixed(0)} emails/s (send request → last message at the sink)`,
-      `  steady        ${steady.toFixed(0)} emails/s (first → last message at the sink)`,
-      `  raw           ${raw.toFixed(0)} msg/s: nodemailer pool straight to the sink, ${inFlight} in flight (${rawBefore.rate.toFixed(0)} before, ${rawAfter.rate.toFixed(0)} after; ${opts.raw} messages each)`,
-      `  ratio         ${(e2e / raw).toFixed(2)} end to end / raw (${(steady / raw).toFixed(2)} steady / raw)`,
-      `  cpu           during the campaign: node ${cpu('node')} s, temporal ${cpu('temporal')} s, postgres ${cpu('postgres')} s (the server's, other databases' work included)`,
-      `  cpu per email campaign: node ${perEmail('node')} ms + postgres ${perEmail('postgres')} ms + temporal ${perEmail('temporal')} ms; raw: node ${rawCpuMs.toFixed(2)} ms (sink included in both)`,
-      `  check         ${checkOk ? 'OK' : 'FAILED'}: ${perRecipient.size}/${opts.n} recipients at the sink, ${duplicated} more than once, ${ids.size} distinct Message-IDs, ${unsigned} not signed for ${DOMAIN}; ${sentRows}/${opts.n} emails rows SENT (${rows.map((r) => `${r.status} ${r.n}`).join(', ')}); campaign ${c.status}, totalRecipients ${c.total}`,
-      '',
-    ];
-    process.stdout.write(lines.join('\n'));
-    if (!checkOk) process.exitCode = 1;
-  } finally {
-    await teardown.run();
-    signals.dispose();
+  let last = { at: Date.now(), count: 0 };
+  const progress = setInterval(() => {
+    const count = stack.sink.messages.length;
+    log(`${((Date.now() - wallStart) / 1000).toFixed(0)} s: ${count} delivered (+${((count - last.count) / ((Date.now() - last.at) / 1000)).toFixed(0)}/s)`);
+    last = { at: Date.now(), count };
+  }, 5_000);
+  teardown.add(async () => clearInterval(progress));
+  let lastCount = -1;
+  let lastProgress = Date.now();
+  while (!signals.interrupted && stack.sink.messages.length < opts.n && Date.now() - lastProgress < 60_000) {
+    if (stack.sink.messages.length !== lastCount) [lastCount, lastProgress] = [stack.sink.messages.length, Date.now()];
+    await new Promise((r) => setTimeout(r, 50));
   }
+  clearInterval(progress);
+  const messages = stack.sink.messages;
+  const lastAt = messages.length ? Math.max(...messages.slice(-1000).map((m) => m.receivedAt.getTime())) : NaN;
+  const firstAt = messages.length ? messages[0]!.receivedAt.getTime() : NaN;
+  const cpuAfter = cpuSnapshot(stack);
+  const loadAfter = os.loadavg()[0]!;
+
+  // The campaign's own end: SENT once its last mark is written.
+  const status = async () =>
+    (await queryOne<{ status: string; total: number; snapshot_ms: number | null }>(
+      stack.orm.em.fork(),
+      `select status, total_recipients as total,
+         extract(epoch from (snapshot_at - ?::timestamptz)) * 1000 as snapshot_ms
+       from campaigns where id = ?`,
+      [new Date(wallStart).toISOString(), campaignId],
+    ))!;
+  let c = await status();
+  for (const deadline = Date.now() + 30_000; !signals.interrupted && c.status !== 'SENT' && Date.now() < deadline; ) {
+    await new Promise((r) => setTimeout(r, 200));
+    c = await status();
+  }
+
+  // Checks: every contact exactly once (by recipient and by Message-ID), signed; rows agree.
+  const perRecipient = new Map<string, number>();
+  const ids = new Set<string>();
+  let unsigned = 0;
+  for (const m of messages) {
+    const to = m.envelope.to[0] ?? '';
+    perRecipient.set(to, (perRecipient.get(to) ?? 0) + 1);
+    const h = headersOf(m.raw);
+    if (h.messageId) ids.add(h.messageId);
+    if (h.dkimDomain !== DOMAIN) unsigned++;
+  }
+  const duplicated = [...perRecipient.values()].filter((v) => v > 1).length;
+  const rows = await query<{ status: string; n: string }>(
+    stack.orm.em.fork(),
+    'select status, count(*) as n from emails where campaign_id = ? group by status',
+    [campaignId],
+  );
+  const sentRows = Number(rows.find((r) => r.status === 'SENT')?.n ?? 0);
+  const checkOk =
+    !signals.interrupted && perRecipient.size === opts.n && duplicated === 0 && ids.size === opts.n && unsigned === 0 &&
+    messages.length === opts.n && sentRows === opts.n && c.status === 'SENT' && c.total === opts.n;
+
+  stack.sink.clear();
+  const rawAfter = signals.interrupted ? rawBefore : await rawRate(stack, domainId, opts.raw, inFlight);
+  const raw = (rawBefore.rate + rawAfter.rate) / 2;
+  const rawCpuMs = (rawBefore.cpuMs + rawAfter.cpuMs) / 2;
+
+  const e2eSeconds = (lastAt - wallStart) / 1000;
+  const e2e = opts.n / e2eSeconds;
+  const steady = (opts.n - 1) / ((lastAt - firstAt) / 1000);
+  const cpu = (k: 'node' | 'temporal' | 'postgres') => (cpuAfter[k] - cpuBefore[k]).toFixed(1);
+  const perEmail = (k: 'node' | 'temporal' | 'postgres') => (((cpuAfter[k] - cpuBefore[k]) * 1000) / opts.n).toFixed(2);
+  const lines = [
+    '',
+    `Tidings campaign bench: one campaign to N=${opts.n} contacts, API → Temporal → worker → SMTP sink`,
+    `  environment   ${environmentLine(stack.db.serverVersion)}`,
+    `  load average  ${loadBefore.toFixed(1)} before, ${loadAfter.toFixed(1)} after (1-minute; other work on the machine skews the figures)`,
+    `  setup         one Node process runs the API, the Temporal worker (default options), the DNS server and the SMTP sink;`,
+    `                PostgreSQL and the Temporal dev server (in-memory, headless) are separate processes on the same machine`,
+    `  campaign      batches of ${DEFAULT_CAMPAIGN_TUNING.batchSize}, ${inFlight} emails in flight, SEND_THROTTLE_PER_SECOND=${opts.throttle} (consulted, not limiting)`,
+    `  message       MARKETING: DKIM-signed (RSA-2048) HTML rendered per contact, click-tracked link and open pixel, List-Unsubscribe`,
+    `  send request  answered in ${acceptMs.toFixed(0)} ms (status SENDING); audience snapshot done ${c.snapshot_ms === null ? '?' : `${(Number(c.snapshot_ms) / 1000).toFixed(2)} s`} after it`,
+    `  end to end    ${opts.n} emails in ${e2eSeconds.toFixed(2)} s: ${e2e.toFixed(0)} emails/s (send request → last message at the sink)`,
+    `  steady        ${steady.toFixed(0)} emails/s (first → last message at the sink)`,
+    `  raw           ${raw.toFixed(0)} msg/s: nodemailer pool straight to the sink, ${inFlight} in flight (${rawBefore.rate.toFixed(0)} before, ${rawAfter.rate.toFixed(0)} after; ${opts.raw} messages each)`,
+    `  ratio         ${(e2e / raw).toFixed(2)} end to end / raw (${(steady / raw).toFixed(2)} steady / raw)`,
+    `  cpu           during the campaign: node ${cpu('node')} s, temporal ${cpu('temporal')} s, postgres ${cpu('postgres')} s (the server's, other databases' work included)`,
+    `  cpu per email campaign: node ${perEmail('node')} ms + postgres ${perEmail('postgres')} ms + temporal ${perEmail('temporal')} ms; raw: node ${rawCpuMs.toFixed(2)} ms (sink included in both)`,
+    `  check         ${checkOk ? 'OK' : 'FAILED'}: ${perRecipient.size}/${opts.n} recipients at the sink, ${duplicated} more than once, ${ids.size} distinct Message-IDs, ${unsigned} not signed for ${DOMAIN}; ${sentRows}/${opts.n} emails rows SENT (${rows.map((r) => `${r.status} ${r.n}`).join(', ')}); campaign ${c.status}, totalRecipients ${c.total}`,
+    '',
+  ];
+  process.stdout.write(lines.join('\n'));
+  if (!checkOk) process.exitCode = 1;
 }
 
-main().catch((err: unknown) => {
-  log(err instanceof Error ? (err.stack ?? err.message) : String(err));
-  process.exitCode = 1;
-});
+runBench(main);

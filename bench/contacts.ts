@@ -25,7 +25,7 @@ import { Client } from 'pg';
 import { freePort } from '../cli/temporal-server';
 import { createOrm, migrate } from '../db/orm';
 import { createProject } from '../db/projects';
-import { devTemporal, freshDatabase, interruption, Teardown } from './harness';
+import { devTemporal, freshDatabase, type Interruption, runBench, type Teardown } from './harness';
 import { closedLoop, environmentLine, jsonClient, log, percentile, positiveInt } from './support';
 
 const ROOT = path.resolve(__dirname, '..');
@@ -156,87 +156,74 @@ async function waitForHealth(port: number, api: ReturnType<typeof startApi>, tim
   throw new Error(`the API did not become healthy within ${timeoutMs / 1000} s:\n${api.output()}`);
 }
 
-async function main(): Promise<void> {
+async function main(teardown: Teardown, stop: Interruption): Promise<void> {
   const opts = options();
-  const teardown = new Teardown();
-  // Ctrl-C (or SIGTERM) must not leave the database or the (detached) Temporal dev server behind:
-  // during set-up it aborts at the next step, during the run it stops issuing requests.
-  const stop = interruption();
-
+  const db = await freshDatabase(teardown, process.env.BENCH_DATABASE_URL);
+  const orm = await createOrm(db.url);
+  let key: string;
   try {
-    const db = await freshDatabase(teardown, process.env.BENCH_DATABASE_URL);
-    const orm = await createOrm(db.url);
-    let key: string;
-    try {
-      await migrate(orm);
-      key = (await createProject(orm.em.fork(), 'bench')).secretKey;
-    } finally {
-      await orm.close();
-    }
-    log(`database ${db.name} created and migrated`);
-    stop.checkpoint();
-
-    const temporal = await devTemporal(teardown);
-    stop.checkpoint();
-
-    const port = await freePort();
-    const api = startApi({
-      NODE_ENV: 'production',
-      DATABASE_URL: db.url,
-      TEMPORAL_ADDRESS: temporal.address,
-      PORT: String(port),
-      RATE_LIMIT_PER_MINUTE: String(BENCH_RATE_LIMIT),
-      LOG_LEVEL: API_LOG_LEVEL,
-    });
-    teardown.add(async () => {
-      if (api.child.exitCode !== null) return;
-      api.child.kill('SIGTERM');
-      const timer = setTimeout(() => api.child.kill('SIGKILL'), 15_000);
-      await api.exited;
-      clearTimeout(timer);
-    });
-    await waitForHealth(port, api, 120_000);
-    stop.checkpoint();
-    log(`API up on 127.0.0.1:${port}; sending ${opts.n} requests with ${opts.concurrency} clients`);
-
-    const loadBefore = os.loadavg()[0]!;
-    const client = jsonClient(port, key, opts.concurrency);
-    teardown.add(async () => client.close());
-    const result = await runLoad(client, stop, opts.n, opts.concurrency, opts.maxSeconds);
-
-    const check = new Client({ connectionString: db.url });
-    await check.connect();
-    const stored = Number((await check.query<{ n: string }>('select count(*) as n from contacts')).rows[0]!.n);
-    await check.end();
-
-    const sorted = Float64Array.from(result.latenciesMs).sort();
-    const ok = (result.statuses.get('201') ?? 0) + (result.statuses.get('200') ?? 0);
-    const errors = result.done - ok;
-    const ms = (v: number) => v.toFixed(1);
-    const lines = [
-      '',
-      `Tidings contacts bench: POST /contacts (upsert), ${result.done} requests${result.stoppedEarly ? ` (stopped early; ${opts.n} planned)` : ''}, ${opts.concurrency} concurrent keep-alive clients`,
-      `  environment   ${environmentLine(db.serverVersion)}`,
-      `  load average  ${loadBefore.toFixed(1)} before, ${os.loadavg()[0]!.toFixed(1)} after (1-minute; other work on the machine skews the figures)`,
-      `  setup         API in its own process (tidings start --api via tsx, NODE_ENV=production, LOG_LEVEL=${API_LOG_LEVEL}); load generator, API and PostgreSQL share the machine`,
-      `  rate limit    RATE_LIMIT_PER_MINUTE raised to ${BENCH_RATE_LIMIT} for the bench (default 1000): the limiter still counts every request in PostgreSQL but never throttles`,
-      `  duration      ${result.elapsedS.toFixed(1)} s`,
-      `  throughput    ${(result.done / result.elapsedS).toFixed(0)} requests/s`,
-      `  latency       p50 ${ms(percentile(sorted, 50))} ms   p95 ${ms(percentile(sorted, 95))} ms   p99 ${ms(percentile(sorted, 99))} ms   max ${ms(sorted[sorted.length - 1] ?? NaN)} ms`,
-      `  responses     ${[...result.statuses].map(([k, v]) => `${k}: ${v}`).join(', ')}`,
-      `  errors        ${errors}${result.firstErrors.length ? `\n                ${result.firstErrors.join('\n                ')}` : ''}`,
-      `  stored        ${stored} contacts in the database`,
-      '',
-    ];
-    process.stdout.write(lines.join('\n'));
-    if (errors > 0 || stored !== ok) process.exitCode = 1;
+    await migrate(orm);
+    key = (await createProject(orm.em.fork(), 'bench')).secretKey;
   } finally {
-    await teardown.run();
-    stop.dispose();
+    await orm.close();
   }
+  log(`database ${db.name} created and migrated`);
+  stop.checkpoint();
+
+  const temporal = await devTemporal(teardown);
+  stop.checkpoint();
+
+  const port = await freePort();
+  const api = startApi({
+    NODE_ENV: 'production',
+    DATABASE_URL: db.url,
+    TEMPORAL_ADDRESS: temporal.address,
+    PORT: String(port),
+    RATE_LIMIT_PER_MINUTE: String(BENCH_RATE_LIMIT),
+    LOG_LEVEL: API_LOG_LEVEL,
+  });
+  teardown.add(async () => {
+    if (api.child.exitCode !== null) return;
+    api.child.kill('SIGTERM');
+    const timer = setTimeout(() => api.child.kill('SIGKILL'), 15_000);
+    await api.exited;
+    clearTimeout(timer);
+  });
+  await waitForHealth(port, api, 120_000);
+  stop.checkpoint();
+  log(`API up on 127.0.0.1:${port}; sending ${opts.n} requests with ${opts.concurrency} clients`);
+
+  const loadBefore = os.loadavg()[0]!;
+  const client = jsonClient(port, key, opts.concurrency);
+  teardown.add(async () => client.close());
+  const result = await runLoad(client, stop, opts.n, opts.concurrency, opts.maxSeconds);
+
+  const check = new Client({ connectionString: db.url });
+  await check.connect();
+  const stored = Number((await check.query<{ n: string }>('select count(*) as n from contacts')).rows[0]!.n);
+  await check.end();
+
+  const sorted = Float64Array.from(result.latenciesMs).sort();
+  const ok = (result.statuses.get('201') ?? 0) + (result.statuses.get('200') ?? 0);
+  const errors = result.done - ok;
+  const ms = (v: number) => v.toFixed(1);
+  const lines = [
+    '',
+    `Tidings contacts bench: POST /contacts (upsert), ${result.done} requests${result.stoppedEarly ? ` (stopped early; ${opts.n} planned)` : ''}, ${opts.concurrency} concurrent keep-alive clients`,
+    `  environment   ${environmentLine(db.serverVersion)}`,
+    `  load average  ${loadBefore.toFixed(1)} before, ${os.loadavg()[0]!.toFixed(1)} after (1-minute; other work on the machine skews the figures)`,
+    `  setup         API in its own process (tidings start --api via tsx, NODE_ENV=production, LOG_LEVEL=${API_LOG_LEVEL}); load generator, API and PostgreSQL share the machine`,
+    `  rate limit    RATE_LIMIT_PER_MINUTE raised to ${BENCH_RATE_LIMIT} for the bench (default 1000): the limiter still counts every request in PostgreSQL but never throttles`,
+    `  duration      ${result.elapsedS.toFixed(1)} s`,
+    `  throughput    ${(result.done / result.elapsedS).toFixed(0)} requests/s`,
+    `  latency       p50 ${ms(percentile(sorted, 50))} ms   p95 ${ms(percentile(sorted, 95))} ms   p99 ${ms(percentile(sorted, 99))} ms   max ${ms(sorted[sorted.length - 1] ?? NaN)} ms`,
+    `  responses     ${[...result.statuses].map(([k, v]) => `${k}: ${v}`).join(', ')}`,
+    `  errors        ${errors}${result.firstErrors.length ? `\n                ${result.firstErrors.join('\n                ')}` : ''}`,
+    `  stored        ${stored} contacts in the database`,
+    '',
+  ];
+  process.stdout.write(lines.join('\n'));
+  if (errors > 0 || stored !== ok) process.exitCode = 1;
 }
 
-main().catch((err: unknown) => {
-  log(err instanceof Error ? (err.stack ?? err.message) : String(err));
-  process.exitCode = 1;
-});
+runBench(main);

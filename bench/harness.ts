@@ -81,6 +81,27 @@ export function interruption() {
   };
 }
 
+export type Interruption = ReturnType<typeof interruption>;
+
+/**
+ * Runs a bench's main: Ctrl-C (or SIGTERM) handling and a teardown around it, the teardown run on
+ * every exit (success, failure or interruption), and a failure logged with exit code 1. A bench
+ * adds its own cleanup steps to `teardown` and calls `stop.checkpoint()` between steps.
+ */
+export function runBench(main: (teardown: Teardown, stop: Interruption) => Promise<void>): void {
+  const teardown = new Teardown();
+  const stop = interruption();
+  main(teardown, stop)
+    .finally(async () => {
+      await teardown.run();
+      stop.dispose();
+    })
+    .catch((err: unknown) => {
+      log(err instanceof Error ? (err.stack ?? err.message) : String(err));
+      process.exitCode = 1;
+    });
+}
+
 export interface Stack {
   db: BenchDatabase;
   temporal: DevServerHandle;

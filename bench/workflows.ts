@@ -37,7 +37,7 @@ import type { WorkerOptions } from '@temporalio/worker';
 import type { JourneyInput } from '../temporal/workflows';
 import { workflowIds } from '../temporal/ids';
 import { ContactIdKey, ProjectIdKey, TidingsWorkflowIdKey } from '../temporal/search-attributes';
-import { BENCH_RATE_LIMIT, cpuSnapshot, headersOf, interruption, type Stack, startStack, Teardown, verifiedDomain } from './harness';
+import { BENCH_RATE_LIMIT, cpuSnapshot, headersOf, type Stack, startStack, Teardown, verifiedDomain, type Interruption, runBench } from './harness';
 import { closedLoop, environmentLine, type JsonResponse, log, percentile, positiveInt } from './support';
 
 const DOMAIN = 'bench-workflows.test';
@@ -243,335 +243,325 @@ function analyseHistory(events: { eventId?: EventId; eventTime?: Ts; [attrs: str
   return f;
 }
 
-async function main(): Promise<void> {
+async function main(teardown: Teardown, stop: Interruption): Promise<void> {
   const opts = options();
-  const teardown = new Teardown();
-  const stop = interruption();
-  try {
-    const stack = await startStack({
-      teardown,
-      checkpoint: () => stop.checkpoint(),
-      concurrency: opts.concurrency,
-      env: { JOURNEY_TIME_SCALE: String(opts.timeScale) },
-      ...(opts.workerOptions ? { workerOptions: opts.workerOptions } : {}),
-    });
-    const { client, sink, orm, gateway } = stack;
-    const sql = <T>(text: string, params: unknown[] = []) => orm.em.fork().getConnection().execute<T[]>(text, params);
+  const stack = await startStack({
+    teardown,
+    checkpoint: () => stop.checkpoint(),
+    concurrency: opts.concurrency,
+    env: { JOURNEY_TIME_SCALE: String(opts.timeScale) },
+    ...(opts.workerOptions ? { workerOptions: opts.workerOptions } : {}),
+  });
+  const { client, sink, orm, gateway } = stack;
+  const sql = <T>(text: string, params: unknown[] = []) => orm.em.fork().getConnection().execute<T[]>(text, params);
 
-    await verifiedDomain(stack, DOMAIN);
-    const template = async (name: string, t: { subject: string; body: string }) =>
-      (await expectStatus(client.request('POST', '/templates', { name, ...t, from: `hello@${DOMAIN}`, fromName: 'Bench' }), 201, `template ${name}`)).id;
-    const templateIds = { welcome: await template('welcome', TEMPLATES.welcome), followUp: await template('follow-up', TEMPLATES.followUp) };
-    const workflowId = await buildWorkflow(client, templateIds);
-    log(
-      `domain ${DOMAIN} verified; workflow ${workflowId} enabled: ${EVENT} → SEND_EMAIL → DELAY ${DELAY.amount} ${DELAY.unit} ` +
-        `(JOURNEY_TIME_SCALE=${stack.config.journeyTimeScale}: ${DELAY_MS * stack.config.journeyTimeScale} ms) → SEND_EMAIL`,
-    );
-    stop.checkpoint();
+  await verifiedDomain(stack, DOMAIN);
+  const template = async (name: string, t: { subject: string; body: string }) =>
+    (await expectStatus(client.request('POST', '/templates', { name, ...t, from: `hello@${DOMAIN}`, fromName: 'Bench' }), 201, `template ${name}`)).id;
+  const templateIds = { welcome: await template('welcome', TEMPLATES.welcome), followUp: await template('follow-up', TEMPLATES.followUp) };
+  const workflowId = await buildWorkflow(client, templateIds);
+  log(
+    `domain ${DOMAIN} verified; workflow ${workflowId} enabled: ${EVENT} → SEND_EMAIL → DELAY ${DELAY.amount} ${DELAY.unit} ` +
+      `(JOURNEY_TIME_SCALE=${stack.config.journeyTimeScale}: ${DELAY_MS * stack.config.journeyTimeScale} ms) → SEND_EMAIL`,
+  );
+  stop.checkpoint();
 
-    // The API's Temporal workflow starts, timed where the API calls them (the gateway it was given).
-    const startLatencies: number[] = [];
-    let startsFailed = 0;
-    let sampleInput: JourneyInput | undefined;
-    const startJourney = gateway.startJourney.bind(gateway);
-    gateway.startJourney = async (input: JourneyInput) => {
-      sampleInput ??= input;
-      const t0 = performance.now();
-      try {
-        await startJourney(input);
-      } catch (err) {
-        startsFailed++;
-        throw err;
-      } finally {
-        startLatencies.push(performance.now() - t0);
-      }
-    };
-
-    // The load: request i tracks `signup` for user<i>, a new contact.
-    const latencies = new Float64Array(opts.n);
-    const statuses = new Map<string, number>();
-    const firstErrors: string[] = [];
-    let done = 0;
-    let ok = 0;
-    let lastOk = 0;
-    const counts = async () =>
-      (
-        await sql<{ started: number; finished: number }>(
-          `select count(*)::int as started, count(*) filter (where status in (${TERMINAL.map(() => '?').join(',')}))::int as finished from workflow_executions`,
-          TERMINAL,
-        )
-      )[0]!;
-    // The ORM's connection pool (knex/tarn), shared by the API and the activities as in cli/start.ts: sampled every 100 ms.
-    const pool = (orm.em.getConnection().getKnex().client as { pool?: { numUsed(): number; numPendingAcquires(): number } }).pool;
-    const poolSamples: { used: number; waiting: number }[] = [];
-    const poolTimer = setInterval(() => pool && poolSamples.push({ used: pool.numUsed(), waiting: pool.numPendingAcquires() }), 100);
-    teardown.add(async () => clearInterval(poolTimer));
-    const loadBefore = os.loadavg()[0]!;
-    const cpuBefore = cpuSnapshot(stack);
-    const eluBefore = performance.eventLoopUtilization();
-    const wallStart = Date.now();
-    const start = performance.now();
-    let last = { tracked: 0, started: 0, finished: 0, delivered: 0 };
-    let busy = false;
-    const progress = setInterval(() => {
-      if (busy) return;
-      busy = true;
-      counts()
-        .then((c) => {
-          const now = { tracked: ok, started: c.started, finished: c.finished, delivered: sink.messages.length };
-          const d = (k: keyof typeof now) => `${now[k]} (+${((now[k] - last[k]) / 5).toFixed(0)}/s)`;
-          log(`${((performance.now() - start) / 1000).toFixed(0)} s: tracked ${d('tracked')}, executions started ${d('started')}, finished ${d('finished')}, emails delivered ${d('delivered')}`);
-          last = now;
-        })
-        .catch((err: unknown) => log(`progress: ${(err as Error).message}`))
-        .finally(() => (busy = false));
-    }, 5_000);
-    teardown.add(async () => clearInterval(progress));
-
-    await closedLoop(opts.n, opts.concurrency, async (i) => {
-      if (stop.interrupted) return;
-      const t0 = performance.now();
-      let status: string;
-      try {
-        const res = await client.request('POST', '/v1/track', { email: `user${i}@bench.example.org`, event: EVENT, data: { plan: PLANS[i % PLANS.length] } });
-        status = String(res.status);
-        if (res.status === 200) {
-          ok++;
-          lastOk = performance.now();
-        } else if (firstErrors.length < 5) firstErrors.push(`${res.status} ${res.text.slice(0, 300)}`);
-      } catch (err) {
-        status = `network: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`;
-        if (firstErrors.length < 5) firstErrors.push((err as Error).message);
-      }
-      latencies[done++] = performance.now() - t0;
-      statuses.set(status, (statuses.get(status) ?? 0) + 1);
-    });
-    const trackedS = (lastOk - start) / 1000;
-    log(`${ok} events tracked in ${trackedS.toFixed(1)} s; waiting for the executions and the sink`);
-
-    // Until every execution has ended and 2 emails per execution are at the sink (or a minute without progress).
-    let c = await counts();
-    let seen = '';
-    let lastProgress = Date.now();
-    while (!stop.interrupted && (c.finished < c.started || c.started < ok || sink.messages.length < 2 * c.started) && Date.now() - lastProgress < 60_000) {
-      await new Promise((r) => setTimeout(r, 200));
-      c = await counts();
-      const now = `${c.started}/${c.finished}/${sink.messages.length}`;
-      if (now !== seen) [seen, lastProgress] = [now, Date.now()];
+  // The API's Temporal workflow starts, timed where the API calls them (the gateway it was given).
+  const startLatencies: number[] = [];
+  let startsFailed = 0;
+  let sampleInput: JourneyInput | undefined;
+  const startJourney = gateway.startJourney.bind(gateway);
+  gateway.startJourney = async (input: JourneyInput) => {
+    sampleInput ??= input;
+    const t0 = performance.now();
+    try {
+      await startJourney(input);
+    } catch (err) {
+      startsFailed++;
+      throw err;
+    } finally {
+      startLatencies.push(performance.now() - t0);
     }
-    const waitEnd = Date.now();
-    clearInterval(progress);
-    clearInterval(poolTimer);
-    const cpuAfter = cpuSnapshot(stack);
-    const elu = performance.eventLoopUtilization(eluBefore);
-    const loadAfter = os.loadavg()[0]!;
-    // A late message would show up as "unexpected": give stragglers a moment before counting.
-    await new Promise((r) => setTimeout(r, 500));
+  };
 
-    // ---- Figures from the database ----
-    const executions = await sql<{ id: string; contact_id: string; status: string; started: number; finished: number | null }>(
-      `select id, contact_id, status, extract(epoch from started_at) * 1000 as started, extract(epoch from finished_at) * 1000 as finished
-       from workflow_executions where workflow_id = ? order by started_at`,
-      [workflowId],
-    );
-    const byStatus = new Map<string, number>();
-    for (const e of executions) byStatus.set(e.status, (byStatus.get(e.status) ?? 0) + 1);
-    const startedTimes = executions.map((e) => Number(e.started));
-    const finishedTimes = executions.filter((e) => e.finished !== null).map((e) => Number(e.finished));
-    const lastStarted = Math.max(...startedTimes);
-    const lastFinished = Math.max(...finishedTimes);
-    const durations = executions.filter((e) => e.finished !== null).map((e) => Number(e.finished) - Number(e.started));
+  // The load: request i tracks `signup` for user<i>, a new contact.
+  const latencies = new Float64Array(opts.n);
+  const statuses = new Map<string, number>();
+  const firstErrors: string[] = [];
+  let done = 0;
+  let ok = 0;
+  let lastOk = 0;
+  const counts = async () =>
+    (
+      await sql<{ started: number; finished: number }>(
+        `select count(*)::int as started, count(*) filter (where status in (${TERMINAL.map(() => '?').join(',')}))::int as finished from workflow_executions`,
+        TERMINAL,
+      )
+    )[0]!;
+  // The ORM's connection pool (knex/tarn), shared by the API and the activities as in cli/start.ts: sampled every 100 ms.
+  const pool = (orm.em.getConnection().getKnex().client as { pool?: { numUsed(): number; numPendingAcquires(): number } }).pool;
+  const poolSamples: { used: number; waiting: number }[] = [];
+  const poolTimer = setInterval(() => pool && poolSamples.push({ used: pool.numUsed(), waiting: pool.numPendingAcquires() }), 100);
+  teardown.add(async () => clearInterval(poolTimer));
+  const loadBefore = os.loadavg()[0]!;
+  const cpuBefore = cpuSnapshot(stack);
+  const eluBefore = performance.eventLoopUtilization();
+  const wallStart = Date.now();
+  const start = performance.now();
+  let last = { tracked: 0, started: 0, finished: 0, delivered: 0 };
+  let busy = false;
+  const progress = setInterval(() => {
+    if (busy) return;
+    busy = true;
+    counts()
+      .then((c) => {
+        const now = { tracked: ok, started: c.started, finished: c.finished, delivered: sink.messages.length };
+        const d = (k: keyof typeof now) => `${now[k]} (+${((now[k] - last[k]) / 5).toFixed(0)}/s)`;
+        log(`${((performance.now() - start) / 1000).toFixed(0)} s: tracked ${d('tracked')}, executions started ${d('started')}, finished ${d('finished')}, emails delivered ${d('delivered')}`);
+        last = now;
+      })
+      .catch((err: unknown) => log(`progress: ${(err as Error).message}`))
+      .finally(() => (busy = false));
+  }, 5_000);
+  teardown.add(async () => clearInterval(progress));
 
-    const steps = await sql<{ execution_id: string; seq: number; step_type: string; status: string; started: number; finished: number | null }>(
-      `select execution_id, seq, step_type, status, extract(epoch from started_at) * 1000 as started, extract(epoch from finished_at) * 1000 as finished
-       from execution_steps order by execution_id, seq`,
-    );
-    const stepsOf = new Map<string, typeof steps>();
-    for (const s of steps) stepsOf.set(s.execution_id, [...(stepsOf.get(s.execution_id) ?? []), s]);
-    // Per execution: claim → step 1 started, each step, step k finished → step k+1 started, last step → finished.
-    const phases = new Map<string, number[]>();
-    const phase = (name: string, v: number) => phases.set(name, [...(phases.get(name) ?? []), v]);
-    let wellFormed = 0;
-    for (const e of executions) {
-      const ss = stepsOf.get(e.id) ?? [];
-      const shape = ss.map((s) => `${s.step_type}:${s.status}`).join(',');
-      if (shape === 'SEND_EMAIL:COMPLETED,DELAY:COMPLETED,SEND_EMAIL:COMPLETED') wellFormed++;
-      if (ss.length !== 3 || e.finished === null || ss.some((s) => s.finished === null)) continue;
-      phase('start → step 1', Number(ss[0]!.started) - Number(e.started));
-      ss.forEach((s, k) => {
-        phase(`${k + 1} ${s.step_type}`, Number(s.finished) - Number(s.started));
-        if (k > 0) phase(`between ${k} and ${k + 1}`, Number(s.started) - Number(ss[k - 1]!.finished));
-      });
-      phase('step 3 → finished', Number(e.finished) - Number(ss[2]!.finished));
+  await closedLoop(opts.n, opts.concurrency, async (i) => {
+    if (stop.interrupted) return;
+    const t0 = performance.now();
+    let status: string;
+    try {
+      const res = await client.request('POST', '/v1/track', { email: `user${i}@bench.example.org`, event: EVENT, data: { plan: PLANS[i % PLANS.length] } });
+      status = String(res.status);
+      if (res.status === 200) {
+        ok++;
+        lastOk = performance.now();
+      } else if (firstErrors.length < 5) firstErrors.push(`${res.status} ${res.text.slice(0, 300)}`);
+    } catch (err) {
+      status = `network: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`;
+      if (firstErrors.length < 5) firstErrors.push((err as Error).message);
     }
-    const phaseOrder = ['start → step 1', '1 SEND_EMAIL', 'between 1 and 2', '2 DELAY', 'between 2 and 3', '3 SEND_EMAIL', 'step 3 → finished'];
+    latencies[done++] = performance.now() - t0;
+    statuses.set(status, (statuses.get(status) ?? 0) + 1);
+  });
+  const trackedS = (lastOk - start) / 1000;
+  log(`${ok} events tracked in ${trackedS.toFixed(1)} s; waiting for the executions and the sink`);
 
-    const emailRows = await sql<{ id: string; to_email: string; status: string; source: string }>('select id, to_email, status, source from emails');
-    const emailsById = new Map(emailRows.map((r) => [r.id, r]));
-    const emailsSent = emailRows.filter((r) => r.status === 'SENT' && r.source === 'workflow').length;
-
-    // ---- Checks on what the sink received ----
-    const ids = new Map<string, number>();
-    const perRecipient = new Map<string, number>();
-    let unsigned = 0;
-    let withoutRow = 0;
-    for (const m of sink.messages) {
-      const h = headersOf(m.raw);
-      const id = h.messageId?.slice(1, h.messageId.indexOf('@'));
-      if (id) ids.set(id, (ids.get(id) ?? 0) + 1);
-      if (!id || !emailsById.has(id)) withoutRow++;
-      if (h.dkimDomain !== DOMAIN) unsigned++;
-      for (const to of m.envelope.to) perRecipient.set(to, (perRecipient.get(to) ?? 0) + 1);
-    }
-    const uniqueIds = [...ids.values()].filter((n) => n === 1).length;
-    const duplicatedIds = [...ids.values()].filter((n) => n > 1).length;
-    let contactsWithTwo = 0;
-    for (let i = 0; i < opts.n; i++) if (perRecipient.get(`user${i}@bench.example.org`) === 2) contactsWithTwo++;
-    const completed = byStatus.get('COMPLETED') ?? 0;
-    const errors = opts.n - (statuses.get('200') ?? 0);
-    const checks = [
-      [errors === 0, `${statuses.get('200') ?? 0}/${opts.n} tracks answered 200`],
-      [executions.length === opts.n, `${executions.length}/${opts.n} executions`],
-      [completed === opts.n, `${completed}/${opts.n} COMPLETED (${[...byStatus].map(([k, v]) => `${k} ${v}`).join(', ') || 'none'})`],
-      [wellFormed === opts.n, `${wellFormed}/${opts.n} with steps SEND_EMAIL, DELAY, SEND_EMAIL all COMPLETED`],
-      [sink.messages.length === 2 * opts.n, `${sink.messages.length}/${2 * opts.n} messages at the sink`],
-      [uniqueIds === 2 * opts.n && duplicatedIds === 0 && ids.size === sink.messages.length, `${uniqueIds} unique Message-IDs (${duplicatedIds} duplicated)`],
-      [withoutRow === 0 && unsigned === 0, `${withoutRow} without an emails row, ${unsigned} not signed for ${DOMAIN}`],
-      [contactsWithTwo === opts.n, `${contactsWithTwo}/${opts.n} contacts got exactly 2 messages`],
-      [emailsSent === 2 * opts.n, `${emailsSent}/${2 * opts.n} workflow emails rows SENT`],
-    ] as const;
-    const checkOk = !stop.interrupted && checks.every(([pass]) => pass);
-
-    // ---- Where the time goes, from a sample of Temporal histories (after the measurement) ----
-    const sampleSize = Math.min(opts.histories, executions.length);
-    const sample = Array.from({ length: sampleSize }, (_, k) => executions[Math.floor((k * executions.length) / sampleSize)]!);
-    const histories: HistoryFigures[] = [];
-    await closedLoop(sample.length, 8, async (k) => {
-      const history = await gateway.client.workflow.getHandle(workflowIds.journey(sample[k]!.id)).fetchHistory();
-      histories.push(analyseHistory((history.events ?? []) as Parameters<typeof analyseHistory>[0]));
-    });
-    const avg = (pick: (h: HistoryFigures) => number) => mean(histories.map(pick));
-    const sum = (pick: (h: HistoryFigures) => number) => histories.reduce((a, h) => a + pick(h), 0);
-    const activityNames = [...new Set(histories.flatMap((h) => [...h.activities.keys()]))];
-    const activitiesPerExecution = avg((h) => [...h.activities.values()].reduce((a, b) => a + b, 0));
-    const activityRun = avg((h) => [...h.activityRunMs.values()].reduce((a, b) => a + b, 0));
-    const accounted = (h: HistoryFigures) => h.wftQueueMs + h.wftRunMs + h.activityQueueMs + [...h.activityRunMs.values()].reduce((a, b) => a + b, 0) + h.timerMs;
-
-    // ---- The Temporal server alone: journey starts nobody picks up (the server is in-memory and stopped at the end) ----
-    let probe: { seconds: number; latencies: Float64Array; failed: number } | undefined;
-    if (opts.probeStarts > 0 && sampleInput && !stop.interrupted) {
-      const input = sampleInput;
-      const latencies = new Float64Array(opts.probeStarts);
-      let failed = 0;
-      const t0 = performance.now();
-      await closedLoop(opts.probeStarts, opts.concurrency, async (i) => {
-        const s = performance.now();
-        try {
-          await gateway.client.workflow.start('journey', {
-            taskQueue: `bench-probe-${process.pid}`,
-            workflowId: `bench-probe:${i}`,
-            args: [{ ...input, executionId: `probe_${i}` }],
-            typedSearchAttributes: [
-              { key: ProjectIdKey, value: input.projectId },
-              { key: TidingsWorkflowIdKey, value: input.workflowId },
-              { key: ContactIdKey, value: input.contactId },
-            ],
-          });
-        } catch {
-          failed++;
-        }
-        latencies[i] = performance.now() - s;
-      });
-      probe = { seconds: (performance.now() - t0) / 1000, latencies, failed };
-    }
-
-    const runS = (waitEnd - wallStart) / 1000;
-    const cpu = (k: keyof typeof cpuBefore) => cpuAfter[k] - cpuBefore[k];
-    const cpuLine = (k: keyof typeof cpuBefore, label: string) => `${label} ${cpu(k).toFixed(1)} s (${((100 * cpu(k)) / runS).toFixed(0)}% of a core)`;
-    const cores = os.cpus().length;
-    const workerOptions = stack.worker.worker.options;
-    const slots = (s: unknown) => ((s as { numSlots?: number }).numSlots ?? (s as { type?: string }).type ?? '?');
-    const pollers = (b: unknown) => {
-      const p = b as { type?: string; maximum?: number; minimum?: number };
-      return p.type === 'simple-maximum' ? `${p.maximum}` : `${p.type} ${p.minimum ?? '?'}–${p.maximum ?? '?'}`;
-    };
-    const workflowTasks = avg((h) => h.workflowTasks);
-    const cpuPerExecution = (k: keyof typeof cpuBefore) => (1000 * cpu(k)) / Math.max(1, finishedTimes.length);
-    const cpuTotalPerExecution = cpuPerExecution('node') + cpuPerExecution('temporal') + cpuPerExecution('postgres');
-    const sortedLat = sortedOf(latencies.subarray(0, done));
-    const lastDelivered = sink.messages[sink.messages.length - 1];
-    const deliveredS = lastDelivered ? (lastDelivered.receivedAt.getTime() - wallStart) / 1000 : NaN;
-    const startedS = (lastStarted - wallStart) / 1000;
-    const finishedS = (lastFinished - wallStart) / 1000;
-    const firstFinished = Math.min(...finishedTimes);
-
-    const lines = [
-      '',
-      `Tidings workflows bench: POST /v1/track "${EVENT}" for N=${opts.n} new contacts, concurrency ${opts.concurrency} keep-alive clients`,
-      `  environment   ${environmentLine(stack.db.serverVersion)}`,
-      `                N=${opts.n}, concurrency ${opts.concurrency}, ${cores} cores; load average ${loadBefore.toFixed(1)} before, ${loadAfter.toFixed(1)} after (1-minute; other work on the machine skews the figures)`,
-      `  setup         one Node process runs the load generator, the API (createApp, LOG_LEVEL=${stack.logLevel}), the Temporal worker and the DNS server and SMTP sink;`,
-      `                PostgreSQL and the Temporal dev server (in-memory, headless) are separate processes on the same machine`,
-      `  worker        ${opts.workerOptions ? `temporal/worker.ts options + ${JSON.stringify(opts.workerOptions)}` : 'temporal/worker.ts, default options'}: ` +
-        `${slots(workerOptions.tuner.workflowTaskSlotSupplier)} workflow-task slots, ${pollers(workerOptions.workflowTaskPollerBehavior)} workflow-task pollers ` +
-        `(non-sticky ratio ${workerOptions.nonStickyToStickyPollRatio}), ${slots(workerOptions.tuner.activityTaskSlotSupplier)} activity slots, ` +
-        `${pollers(workerOptions.activityTaskPollerBehavior)} activity pollers, ${workerOptions.workflowThreadPoolSize} workflow thread(s), ${workerOptions.maxCachedWorkflows} cached workflows`,
-      `  rate limit    RATE_LIMIT_PER_MINUTE raised to ${BENCH_RATE_LIMIT} (default 1000): the limiter still counts every request but never throttles`,
-      `  workflow      trigger ${EVENT} → SEND_EMAIL "${TEMPLATES.welcome.subject}" → DELAY ${DELAY.amount} ${DELAY.unit} → SEND_EMAIL "${TEMPLATES.followUp.subject}"; DKIM-signed (RSA-2048)`,
-      `  time scale    JOURNEY_TIME_SCALE=${stack.config.journeyTimeScale}: the ${DELAY.amount}-minute DELAY lasts ${DELAY_MS * stack.config.journeyTimeScale} ms`,
-      `  tracked       ${ok} events in ${secs(trackedS)}: ${perSec(ok, trackedS)} tracks/s at the API (first request to last 200)`,
-      `  latency       ${dist(latencies.subarray(0, done))}`,
-      `  started       ${executions.length} executions by ${secs(startedS)}: ${perSec(executions.length, startedS)} executions started/s (first request to the last started_at)`,
-      `  completed     ${finishedTimes.length} executions by ${secs(finishedS)}: ${perSec(finishedTimes.length, finishedS)} executions completed/s (first request to the last finished_at);` +
-        ` first finished at ${secs((firstFinished - wallStart) / 1000)}, ${perSec(finishedTimes.length - 1, (lastFinished - firstFinished) / 1000)}/s from the first to the last`,
-      `  delivered     ${sink.messages.length} emails by ${secs(deliveredS)}: ${perSec(sink.messages.length, deliveredS)} emails/s at the sink (first request to last message)`,
-      `  duration      one execution, started_at → finished_at: ${dist(durations)}`,
-      `  errors        ${errors}${statuses.size > 1 ? ` (${[...statuses].map(([k, v]) => `${k}: ${v}`).join(', ')})` : ''}${firstErrors.map((e) => `\n                ${e}`).join('')}`,
-      `  check         ${checkOk ? 'OK' : 'FAILED'}: ${checks.map(([pass, text]) => `${pass ? '' : '✗ '}${text}`).join('; ')}`,
-      '',
-      'Where the time goes',
-      `  Temporal starts   ${startLatencies.length} journey starts by the API (${startsFailed} failed), each ${dist(startLatencies)}; mean track ${ms(mean(latencies.subarray(0, done)))}, of it ${ms(mean(startLatencies))} the start`,
-      probe
-        ? `                    server alone, after the run: ${opts.probeStarts} starts of the same input (no worker polling, ${opts.concurrency} concurrent, ${probe.failed} failed) in ${secs(probe.seconds)}: ${perSec(opts.probeStarts, probe.seconds)} starts/s, each ${dist(probe.latencies)}`
-        : `                    (no start probe)`,
-      `  steps (database)  per execution, mean / p95 from execution_steps (bookkeeping activities and workflow tasks are in the "→" and "between" rows):`,
-      ...phaseOrder.map((p) => {
-        const v = phases.get(p) ?? [];
-        return `                      ${p.padEnd(18)} ${ms(mean(v)).padStart(10)} / ${ms(percentile(sortedOf(v), 95)).padStart(10)}`;
-      }),
-      `  histories         ${histories.length} executions sampled evenly by start: ${avg((h) => h.events).toFixed(0)} history events, ${avg((h) => h.workflowTasks).toFixed(1)} workflow tasks, ${activitiesPerExecution.toFixed(1)} activities, ${avg((h) => h.timers).toFixed(0)} timer per execution`,
-      `                    not first time right: ${sum((h) => h.wftTimedOut)} workflow tasks timed out${
-        sum((h) => h.wftTimedOut) > 0 ? ` (${[...new Set(histories.flatMap((h) => [...h.wftTimeouts.keys()]))].map((t) => `${t} ${sum((h) => h.wftTimeouts.get(t) ?? 0)}`).join(', ')})` : ''
-      } and ${sum((h) => h.wftFailed)} failed, ` +
-        `${sum((h) => h.activityTimedOut)} activities timed out and ${sum((h) => h.activityFailed)} failed for good, ${sum((h) => h.activityRetries)} activity retries (attempts after the first); ` +
-        `in ${histories.filter((h) => h.wftTimedOut + h.wftFailed + h.activityTimedOut + h.activityFailed + h.activityRetries > 0).length} of the ${histories.length} histories`,
-      `                    activities: ${activityNames.map((a) => `${a} ×${avg((h) => h.activities.get(a) ?? 0).toFixed(0)} (run ${ms(avg((h) => (h.activityRunMs.get(a) ?? 0) / (h.activities.get(a) || 1)))} each)`).join(', ')}`,
-      `                    mean per execution: ${ms(avg((h) => h.totalMs))} in Temporal, of which workflow tasks queued ${ms(avg((h) => h.wftQueueMs))} (the first ${ms(avg((h) => h.firstWftQueueMs))}, ` +
-        `the other ${(workflowTasks - 1).toFixed(0)} ${ms(avg((h) => (h.wftQueueMs - h.firstWftQueueMs) / Math.max(1, h.workflowTasks - 1)))} each) and ran ${ms(avg((h) => h.wftRunMs))},` +
-        ` activities queued ${ms(avg((h) => h.activityQueueMs))} and ran ${ms(activityRun)}, timer ${ms(avg((h) => h.timerMs))}, other ${ms(avg((h) => h.totalMs - accounted(h)))};` +
-        ` first pickup by the worker ${ms(avg((h) => h.firstPickupMs))} after the start`,
-      `  task rate         ${(workflowTasks * finishedTimes.length).toFixed(0)} workflow tasks and ${(activitiesPerExecution * finishedTimes.length).toFixed(0)} activities in ${secs(runS)}: ` +
-        `${perSec(workflowTasks * finishedTimes.length, runS)} workflow tasks/s, ${perSec(activitiesPerExecution * finishedTimes.length, runS)} activities/s (counts per execution × executions)`,
-      `  DB pool           ${stack.orm.config.get('pool')?.max ?? '?'} connections at most, shared by the API and the activities; sampled every 100 ms during the run: ` +
-        `in use mean ${mean(poolSamples.map((p) => p.used)).toFixed(1)}, max ${Math.max(0, ...poolSamples.map((p) => p.used))}; ` +
-        `queries waiting for a connection mean ${mean(poolSamples.map((p) => p.waiting)).toFixed(1)}, max ${Math.max(0, ...poolSamples.map((p) => p.waiting))}, ` +
-        `in ${((100 * poolSamples.filter((p) => p.waiting > 0).length) / Math.max(1, poolSamples.length)).toFixed(0)}% of the samples`,
-      `  CPU               during the run (${secs(runS)}, ${cores} cores = ${(cores * runS).toFixed(0)} core-s): ${cpuLine('node', 'this process')} (main thread event loop ${(100 * elu.utilization).toFixed(0)}% busy), ` +
-        `${cpuLine('temporal', 'Temporal server')}, ${cpuLine('postgres', `PostgreSQL backends of ${stack.db.name}`)} ` +
-        `(the whole server, other databases' work and background processes included: ${cpu('postgresServer').toFixed(1)} s)`,
-      `                    per execution: this process ${ms(cpuPerExecution('node'))}, Temporal ${ms(cpuPerExecution('temporal'))}, PostgreSQL ${ms(cpuPerExecution('postgres'))} = ${ms(cpuTotalPerExecution)} of CPU;` +
-        ` ${cores} cores doing nothing else would allow about ${perSec(cores, cpuTotalPerExecution / 1000)} executions/s`,
-      '',
-    ];
-    process.stdout.write(lines.join('\n'));
-    if (!checkOk) process.exitCode = 1;
-  } finally {
-    await teardown.run();
-    stop.dispose();
+  // Until every execution has ended and 2 emails per execution are at the sink (or a minute without progress).
+  let c = await counts();
+  let seen = '';
+  let lastProgress = Date.now();
+  while (!stop.interrupted && (c.finished < c.started || c.started < ok || sink.messages.length < 2 * c.started) && Date.now() - lastProgress < 60_000) {
+    await new Promise((r) => setTimeout(r, 200));
+    c = await counts();
+    const now = `${c.started}/${c.finished}/${sink.messages.length}`;
+    if (now !== seen) [seen, lastProgress] = [now, Date.now()];
   }
+  const waitEnd = Date.now();
+  clearInterval(progress);
+  clearInterval(poolTimer);
+  const cpuAfter = cpuSnapshot(stack);
+  const elu = performance.eventLoopUtilization(eluBefore);
+  const loadAfter = os.loadavg()[0]!;
+  // A late message would show up as "unexpected": give stragglers a moment before counting.
+  await new Promise((r) => setTimeout(r, 500));
+
+  // ---- Figures from the database ----
+  const executions = await sql<{ id: string; contact_id: string; status: string; started: number; finished: number | null }>(
+    `select id, contact_id, status, extract(epoch from started_at) * 1000 as started, extract(epoch from finished_at) * 1000 as finished
+     from workflow_executions where workflow_id = ? order by started_at`,
+    [workflowId],
+  );
+  const byStatus = new Map<string, number>();
+  for (const e of executions) byStatus.set(e.status, (byStatus.get(e.status) ?? 0) + 1);
+  const startedTimes = executions.map((e) => Number(e.started));
+  const finishedTimes = executions.filter((e) => e.finished !== null).map((e) => Number(e.finished));
+  const lastStarted = Math.max(...startedTimes);
+  const lastFinished = Math.max(...finishedTimes);
+  const durations = executions.filter((e) => e.finished !== null).map((e) => Number(e.finished) - Number(e.started));
+
+  const steps = await sql<{ execution_id: string; seq: number; step_type: string; status: string; started: number; finished: number | null }>(
+    `select execution_id, seq, step_type, status, extract(epoch from started_at) * 1000 as started, extract(epoch from finished_at) * 1000 as finished
+     from execution_steps order by execution_id, seq`,
+  );
+  const stepsOf = new Map<string, typeof steps>();
+  for (const s of steps) stepsOf.set(s.execution_id, [...(stepsOf.get(s.execution_id) ?? []), s]);
+  // Per execution: claim → step 1 started, each step, step k finished → step k+1 started, last step → finished.
+  const phases = new Map<string, number[]>();
+  const phase = (name: string, v: number) => phases.set(name, [...(phases.get(name) ?? []), v]);
+  let wellFormed = 0;
+  for (const e of executions) {
+    const ss = stepsOf.get(e.id) ?? [];
+    const shape = ss.map((s) => `${s.step_type}:${s.status}`).join(',');
+    if (shape === 'SEND_EMAIL:COMPLETED,DELAY:COMPLETED,SEND_EMAIL:COMPLETED') wellFormed++;
+    if (ss.length !== 3 || e.finished === null || ss.some((s) => s.finished === null)) continue;
+    phase('start → step 1', Number(ss[0]!.started) - Number(e.started));
+    ss.forEach((s, k) => {
+      phase(`${k + 1} ${s.step_type}`, Number(s.finished) - Number(s.started));
+      if (k > 0) phase(`between ${k} and ${k + 1}`, Number(s.started) - Number(ss[k - 1]!.finished));
+    });
+    phase('step 3 → finished', Number(e.finished) - Number(ss[2]!.finished));
+  }
+  const phaseOrder = ['start → step 1', '1 SEND_EMAIL', 'between 1 and 2', '2 DELAY', 'between 2 and 3', '3 SEND_EMAIL', 'step 3 → finished'];
+
+  const emailRows = await sql<{ id: string; to_email: string; status: string; source: string }>('select id, to_email, status, source from emails');
+  const emailsById = new Map(emailRows.map((r) => [r.id, r]));
+  const emailsSent = emailRows.filter((r) => r.status === 'SENT' && r.source === 'workflow').length;
+
+  // ---- Checks on what the sink received ----
+  const ids = new Map<string, number>();
+  const perRecipient = new Map<string, number>();
+  let unsigned = 0;
+  let withoutRow = 0;
+  for (const m of sink.messages) {
+    const h = headersOf(m.raw);
+    const id = h.messageId?.slice(1, h.messageId.indexOf('@'));
+    if (id) ids.set(id, (ids.get(id) ?? 0) + 1);
+    if (!id || !emailsById.has(id)) withoutRow++;
+    if (h.dkimDomain !== DOMAIN) unsigned++;
+    for (const to of m.envelope.to) perRecipient.set(to, (perRecipient.get(to) ?? 0) + 1);
+  }
+  const uniqueIds = [...ids.values()].filter((n) => n === 1).length;
+  const duplicatedIds = [...ids.values()].filter((n) => n > 1).length;
+  let contactsWithTwo = 0;
+  for (let i = 0; i < opts.n; i++) if (perRecipient.get(`user${i}@bench.example.org`) === 2) contactsWithTwo++;
+  const completed = byStatus.get('COMPLETED') ?? 0;
+  const errors = opts.n - (statuses.get('200') ?? 0);
+  const checks = [
+    [errors === 0, `${statuses.get('200') ?? 0}/${opts.n} tracks answered 200`],
+    [executions.length === opts.n, `${executions.length}/${opts.n} executions`],
+    [completed === opts.n, `${completed}/${opts.n} COMPLETED (${[...byStatus].map(([k, v]) => `${k} ${v}`).join(', ') || 'none'})`],
+    [wellFormed === opts.n, `${wellFormed}/${opts.n} with steps SEND_EMAIL, DELAY, SEND_EMAIL all COMPLETED`],
+    [sink.messages.length === 2 * opts.n, `${sink.messages.length}/${2 * opts.n} messages at the sink`],
+    [uniqueIds === 2 * opts.n && duplicatedIds === 0 && ids.size === sink.messages.length, `${uniqueIds} unique Message-IDs (${duplicatedIds} duplicated)`],
+    [withoutRow === 0 && unsigned === 0, `${withoutRow} without an emails row, ${unsigned} not signed for ${DOMAIN}`],
+    [contactsWithTwo === opts.n, `${contactsWithTwo}/${opts.n} contacts got exactly 2 messages`],
+    [emailsSent === 2 * opts.n, `${emailsSent}/${2 * opts.n} workflow emails rows SENT`],
+  ] as const;
+  const checkOk = !stop.interrupted && checks.every(([pass]) => pass);
+
+  // ---- Where the time goes, from a sample of Temporal histories (after the measurement) ----
+  const sampleSize = Math.min(opts.histories, executions.length);
+  const sample = Array.from({ length: sampleSize }, (_, k) => executions[Math.floor((k * executions.length) / sampleSize)]!);
+  const histories: HistoryFigures[] = [];
+  await closedLoop(sample.length, 8, async (k) => {
+    const history = await gateway.client.workflow.getHandle(workflowIds.journey(sample[k]!.id)).fetchHistory();
+    histories.push(analyseHistory((history.events ?? []) as Parameters<typeof analyseHistory>[0]));
+  });
+  const avg = (pick: (h: HistoryFigures) => number) => mean(histories.map(pick));
+  const sum = (pick: (h: HistoryFigures) => number) => histories.reduce((a, h) => a + pick(h), 0);
+  const activityNames = [...new Set(histories.flatMap((h) => [...h.activities.keys()]))];
+  const activitiesPerExecution = avg((h) => [...h.activities.values()].reduce((a, b) => a + b, 0));
+  const activityRun = avg((h) => [...h.activityRunMs.values()].reduce((a, b) => a + b, 0));
+  const accounted = (h: HistoryFigures) => h.wftQueueMs + h.wftRunMs + h.activityQueueMs + [...h.activityRunMs.values()].reduce((a, b) => a + b, 0) + h.timerMs;
+
+  // ---- The Temporal server alone: journey starts nobody picks up (the server is in-memory and stopped at the end) ----
+  let probe: { seconds: number; latencies: Float64Array; failed: number } | undefined;
+  if (opts.probeStarts > 0 && sampleInput && !stop.interrupted) {
+    const input = sampleInput;
+    const latencies = new Float64Array(opts.probeStarts);
+    let failed = 0;
+    const t0 = performance.now();
+    await closedLoop(opts.probeStarts, opts.concurrency, async (i) => {
+      const s = performance.now();
+      try {
+        await gateway.client.workflow.start('journey', {
+          taskQueue: `bench-probe-${process.pid}`,
+          workflowId: `bench-probe:${i}`,
+          args: [{ ...input, executionId: `probe_${i}` }],
+          typedSearchAttributes: [
+            { key: ProjectIdKey, value: input.projectId },
+            { key: TidingsWorkflowIdKey, value: input.workflowId },
+            { key: ContactIdKey, value: input.contactId },
+          ],
+        });
+      } catch {
+        failed++;
+      }
+      latencies[i] = performance.now() - s;
+    });
+    probe = { seconds: (performance.now() - t0) / 1000, latencies, failed };
+  }
+
+  const runS = (waitEnd - wallStart) / 1000;
+  const cpu = (k: keyof typeof cpuBefore) => cpuAfter[k] - cpuBefore[k];
+  const cpuLine = (k: keyof typeof cpuBefore, label: string) => `${label} ${cpu(k).toFixed(1)} s (${((100 * cpu(k)) / runS).toFixed(0)}% of a core)`;
+  const cores = os.cpus().length;
+  const workerOptions = stack.worker.worker.options;
+  const slots = (s: unknown) => ((s as { numSlots?: number }).numSlots ?? (s as { type?: string }).type ?? '?');
+  const pollers = (b: unknown) => {
+    const p = b as { type?: string; maximum?: number; minimum?: number };
+    return p.type === 'simple-maximum' ? `${p.maximum}` : `${p.type} ${p.minimum ?? '?'}–${p.maximum ?? '?'}`;
+  };
+  const workflowTasks = avg((h) => h.workflowTasks);
+  const cpuPerExecution = (k: keyof typeof cpuBefore) => (1000 * cpu(k)) / Math.max(1, finishedTimes.length);
+  const cpuTotalPerExecution = cpuPerExecution('node') + cpuPerExecution('temporal') + cpuPerExecution('postgres');
+  const sortedLat = sortedOf(latencies.subarray(0, done));
+  const lastDelivered = sink.messages[sink.messages.length - 1];
+  const deliveredS = lastDelivered ? (lastDelivered.receivedAt.getTime() - wallStart) / 1000 : NaN;
+  const startedS = (lastStarted - wallStart) / 1000;
+  const finishedS = (lastFinished - wallStart) / 1000;
+  const firstFinished = Math.min(...finishedTimes);
+
+  const lines = [
+    '',
+    `Tidings workflows bench: POST /v1/track "${EVENT}" for N=${opts.n} new contacts, concurrency ${opts.concurrency} keep-alive clients`,
+    `  environment   ${environmentLine(stack.db.serverVersion)}`,
+    `                N=${opts.n}, concurrency ${opts.concurrency}, ${cores} cores; load average ${loadBefore.toFixed(1)} before, ${loadAfter.toFixed(1)} after (1-minute; other work on the machine skews the figures)`,
+    `  setup         one Node process runs the load generator, the API (createApp, LOG_LEVEL=${stack.logLevel}), the Temporal worker and the DNS server and SMTP sink;`,
+    `                PostgreSQL and the Temporal dev server (in-memory, headless) are separate processes on the same machine`,
+    `  worker        ${opts.workerOptions ? `temporal/worker.ts options + ${JSON.stringify(opts.workerOptions)}` : 'temporal/worker.ts, default options'}: ` +
+      `${slots(workerOptions.tuner.workflowTaskSlotSupplier)} workflow-task slots, ${pollers(workerOptions.workflowTaskPollerBehavior)} workflow-task pollers ` +
+      `(non-sticky ratio ${workerOptions.nonStickyToStickyPollRatio}), ${slots(workerOptions.tuner.activityTaskSlotSupplier)} activity slots, ` +
+      `${pollers(workerOptions.activityTaskPollerBehavior)} activity pollers, ${workerOptions.workflowThreadPoolSize} workflow thread(s), ${workerOptions.maxCachedWorkflows} cached workflows`,
+    `  rate limit    RATE_LIMIT_PER_MINUTE raised to ${BENCH_RATE_LIMIT} (default 1000): the limiter still counts every request but never throttles`,
+    `  workflow      trigger ${EVENT} → SEND_EMAIL "${TEMPLATES.welcome.subject}" → DELAY ${DELAY.amount} ${DELAY.unit} → SEND_EMAIL "${TEMPLATES.followUp.subject}"; DKIM-signed (RSA-2048)`,
+    `  time scale    JOURNEY_TIME_SCALE=${stack.config.journeyTimeScale}: the ${DELAY.amount}-minute DELAY lasts ${DELAY_MS * stack.config.journeyTimeScale} ms`,
+    `  tracked       ${ok} events in ${secs(trackedS)}: ${perSec(ok, trackedS)} tracks/s at the API (first request to last 200)`,
+    `  latency       ${dist(latencies.subarray(0, done))}`,
+    `  started       ${executions.length} executions by ${secs(startedS)}: ${perSec(executions.length, startedS)} executions started/s (first request to the last started_at)`,
+    `  completed     ${finishedTimes.length} executions by ${secs(finishedS)}: ${perSec(finishedTimes.length, finishedS)} executions completed/s (first request to the last finished_at);` +
+      ` first finished at ${secs((firstFinished - wallStart) / 1000)}, ${perSec(finishedTimes.length - 1, (lastFinished - firstFinished) / 1000)}/s from the first to the last`,
+    `  delivered     ${sink.messages.length} emails by ${secs(deliveredS)}: ${perSec(sink.messages.length, deliveredS)} emails/s at the sink (first request to last message)`,
+    `  duration      one execution, started_at → finished_at: ${dist(durations)}`,
+    `  errors        ${errors}${statuses.size > 1 ? ` (${[...statuses].map(([k, v]) => `${k}: ${v}`).join(', ')})` : ''}${firstErrors.map((e) => `\n                ${e}`).join('')}`,
+    `  check         ${checkOk ? 'OK' : 'FAILED'}: ${checks.map(([pass, text]) => `${pass ? '' : '✗ '}${text}`).join('; ')}`,
+    '',
+    'Where the time goes',
+    `  Temporal starts   ${startLatencies.length} journey starts by the API (${startsFailed} failed), each ${dist(startLatencies)}; mean track ${ms(mean(latencies.subarray(0, done)))}, of it ${ms(mean(startLatencies))} the start`,
+    probe
+      ? `                    server alone, after the run: ${opts.probeStarts} starts of the same input (no worker polling, ${opts.concurrency} concurrent, ${probe.failed} failed) in ${secs(probe.seconds)}: ${perSec(opts.probeStarts, probe.seconds)} starts/s, each ${dist(probe.latencies)}`
+      : `                    (no start probe)`,
+    `  steps (database)  per execution, mean / p95 from execution_steps (bookkeeping activities and workflow tasks are in the "→" and "between" rows):`,
+    ...phaseOrder.map((p) => {
+      const v = phases.get(p) ?? [];
+      return `                      ${p.padEnd(18)} ${ms(mean(v)).padStart(10)} / ${ms(percentile(sortedOf(v), 95)).padStart(10)}`;
+    }),
+    `  histories         ${histories.length} executions sampled evenly by start: ${avg((h) => h.events).toFixed(0)} history events, ${avg((h) => h.workflowTasks).toFixed(1)} workflow tasks, ${activitiesPerExecution.toFixed(1)} activities, ${avg((h) => h.timers).toFixed(0)} timer per execution`,
+    `                    not first time right: ${sum((h) => h.wftTimedOut)} workflow tasks timed out${
+      sum((h) => h.wftTimedOut) > 0 ? ` (${[...new Set(histories.flatMap((h) => [...h.wftTimeouts.keys()]))].map((t) => `${t} ${sum((h) => h.wftTimeouts.get(t) ?? 0)}`).join(', ')})` : ''
+    } and ${sum((h) => h.wftFailed)} failed, ` +
+      `${sum((h) => h.activityTimedOut)} activities timed out and ${sum((h) => h.activityFailed)} failed for good, ${sum((h) => h.activityRetries)} activity retries (attempts after the first); ` +
+      `in ${histories.filter((h) => h.wftTimedOut + h.wftFailed + h.activityTimedOut + h.activityFailed + h.activityRetries > 0).length} of the ${histories.length} histories`,
+    `                    activities: ${activityNames.map((a) => `${a} ×${avg((h) => h.activities.get(a) ?? 0).toFixed(0)} (run ${ms(avg((h) => (h.activityRunMs.get(a) ?? 0) / (h.activities.get(a) || 1)))} each)`).join(', ')}`,
+    `                    mean per execution: ${ms(avg((h) => h.totalMs))} in Temporal, of which workflow tasks queued ${ms(avg((h) => h.wftQueueMs))} (the first ${ms(avg((h) => h.firstWftQueueMs))}, ` +
+      `the other ${(workflowTasks - 1).toFixed(0)} ${ms(avg((h) => (h.wftQueueMs - h.firstWftQueueMs) / Math.max(1, h.workflowTasks - 1)))} each) and ran ${ms(avg((h) => h.wftRunMs))},` +
+      ` activities queued ${ms(avg((h) => h.activityQueueMs))} and ran ${ms(activityRun)}, timer ${ms(avg((h) => h.timerMs))}, other ${ms(avg((h) => h.totalMs - accounted(h)))};` +
+      ` first pickup by the worker ${ms(avg((h) => h.firstPickupMs))} after the start`,
+    `  task rate         ${(workflowTasks * finishedTimes.length).toFixed(0)} workflow tasks and ${(activitiesPerExecution * finishedTimes.length).toFixed(0)} activities in ${secs(runS)}: ` +
+      `${perSec(workflowTasks * finishedTimes.length, runS)} workflow tasks/s, ${perSec(activitiesPerExecution * finishedTimes.length, runS)} activities/s (counts per execution × executions)`,
+    `  DB pool           ${stack.orm.config.get('pool')?.max ?? '?'} connections at most, shared by the API and the activities; sampled every 100 ms during the run: ` +
+      `in use mean ${mean(poolSamples.map((p) => p.used)).toFixed(1)}, max ${Math.max(0, ...poolSamples.map((p) => p.used))}; ` +
+      `queries waiting for a connection mean ${mean(poolSamples.map((p) => p.waiting)).toFixed(1)}, max ${Math.max(0, ...poolSamples.map((p) => p.waiting))}, ` +
+      `in ${((100 * poolSamples.filter((p) => p.waiting > 0).length) / Math.max(1, poolSamples.length)).toFixed(0)}% of the samples`,
+    `  CPU               during the run (${secs(runS)}, ${cores} cores = ${(cores * runS).toFixed(0)} core-s): ${cpuLine('node', 'this process')} (main thread event loop ${(100 * elu.utilization).toFixed(0)}% busy), ` +
+      `${cpuLine('temporal', 'Temporal server')}, ${cpuLine('postgres', `PostgreSQL backends of ${stack.db.name}`)} ` +
+      `(the whole server, other databases' work and background processes included: ${cpu('postgresServer').toFixed(1)} s)`,
+    `                    per execution: this process ${ms(cpuPerExecution('node'))}, Temporal ${ms(cpuPerExecution('temporal'))}, PostgreSQL ${ms(cpuPerExecution('postgres'))} = ${ms(cpuTotalPerExecution)} of CPU;` +
+      ` ${cores} cores doing nothing else would allow about ${perSec(cores, cpuTotalPerExecution / 1000)} executions/s`,
+    '',
+  ];
+  process.stdout.write(lines.join('\n'));
+  if (!checkOk) process.exitCode = 1;
 }
 
-main().catch((err: unknown) => {
-  log(err instanceof Error ? (err.stack ?? err.message) : String(err));
-  process.exitCode = 1;
-});
+runBench(main);
