@@ -101,6 +101,10 @@ export async function startService(config: Config, opts: StartOptions, log: Log)
     await stopAll();
     stopListening();
     if (err instanceof Interrupted) return;
+    // A group-wide signal also reaches what is starting: PostgreSQL, or the Temporal dev server in
+    // the instant between its spawn and it leaving our process group. Its failure is then the stop
+    // that was asked for, not a start-up error.
+    if (signalled) return log(`Start-up cut short by ${signalled}: ${(err as Error).message.split('\n')[0]}`);
     throw err;
   }
   await stopRequested;
