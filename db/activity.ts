@@ -14,8 +14,8 @@ import { query, queryOne } from './sql';
  * - an emitted event (`email.*`, `contact.*`, `segment.*`, the reserved prefixes) is its own type;
  * - a tracked event is `event.tracked`, its name in `name`;
  * - `workflow.started` (execution started_at), `workflow.completed` (finished_at of COMPLETED ones),
- *   `campaign.sent` (sent_at), `campaign.scheduled` (campaigns with a scheduled_for, placed at their
- *   created_at: the table keeps no moment of scheduling) come from those tables. They are not read
+ *   `campaign.sent` (sent_at), `campaign.scheduled` (campaigns with a scheduled_for, placed at the moment
+ *   they were last scheduled or moved; at created_at for those scheduled before that was kept) come from those tables. They are not read
  *   from `events`: `campaign.*` and `workflow.*` are not reserved, so a client may track such names,
  *   and those stay `event.tracked`.
  */
@@ -156,7 +156,9 @@ function branches(projectId: string, filter: ActivityFilter): Branch[] {
   });
   // Campaign activity has no contact: a contact filter leaves it out.
   if (!filter.contactId) {
-    if (wants('campaign.scheduled')) out.push(campaign('campaign.scheduled', ':scheduled', 'c.created_at', ['c.scheduled_for is not null']));
+    if (wants('campaign.scheduled')) {
+      out.push(campaign('campaign.scheduled', ':scheduled', 'coalesce(c.scheduled_at, c.created_at)', ['c.scheduled_for is not null']));
+    }
     if (wants('campaign.sent')) out.push(campaign('campaign.sent', ':sent', 'c.sent_at', ['c.sent_at is not null']));
   }
 

@@ -316,9 +316,10 @@ export async function replaceCampaign(
   }
   const row = await queryOne<CampaignRow>(
     em,
-    `update campaigns set ${FIELDS.map((f) => `${FIELD_COLUMNS[f]} = ?`).join(', ')}, scheduled_for = ?, updated_at = now()
+    `update campaigns set ${FIELDS.map((f) => `${FIELD_COLUMNS[f]} = ?`).join(', ')}, scheduled_for = ?,
+       scheduled_at = case when ?::boolean then now() else scheduled_at end, updated_at = now()
      where project_id = ? and id = ? returning ${COLUMNS}`,
-    [...FIELDS.map((f) => input[f] ?? null), scheduledFor, projectId, id],
+    [...FIELDS.map((f) => input[f] ?? null), scheduledFor, rescheduledTo !== undefined, projectId, id],
   );
   return { campaign: (await withStats(em, [row!]))[0]!, rescheduledTo };
 }
@@ -394,9 +395,10 @@ export async function markCampaignForSending(
   if (audience > allowed.remaining) throw limitExceeded('campaign', allowed, audience);
   const row = await queryOne<CampaignRow>(
     em,
-    `update campaigns set status = ?, scheduled_for = ?, total_recipients = ?, updated_at = now()
+    `update campaigns set status = ?, scheduled_for = ?, scheduled_at = case when ?::timestamptz is null then null else now() end,
+       total_recipients = ?, updated_at = now()
      where project_id = ? and id = ? returning ${COLUMNS}`,
-    [scheduledFor ? 'SCHEDULED' : 'SENDING', scheduledFor ?? null, audience, projectId, id],
+    [scheduledFor ? 'SCHEDULED' : 'SENDING', scheduledFor ?? null, scheduledFor ?? null, audience, projectId, id],
   );
   return (await withStats(em, [row!]))[0]!;
 }

@@ -11,6 +11,7 @@ import { Migration20261125060000_analytics } from './migrations/Migration2026112
 import { Migration20261125070000_imports } from './migrations/Migration20261125070000_imports';
 import { Migration20261125080000_bulk } from './migrations/Migration20261125080000_bulk';
 import { Migration20261126000000_accounts } from './migrations/Migration20261126000000_accounts';
+import { Migration20261126010000_campaign_scheduled_at } from './migrations/Migration20261126010000_campaign_scheduled_at';
 
 export type Orm = MikroORM;
 
@@ -26,6 +27,7 @@ const migrationsList = [
   { name: 'Migration20261125070000_imports', class: Migration20261125070000_imports },
   { name: 'Migration20261125080000_bulk', class: Migration20261125080000_bulk },
   { name: 'Migration20261126000000_accounts', class: Migration20261126000000_accounts },
+  { name: 'Migration20261126010000_campaign_scheduled_at', class: Migration20261126010000_campaign_scheduled_at },
 ];
 
 export function ormOptions(databaseUrl: string, overrides: Partial<Options> = {}): Options {

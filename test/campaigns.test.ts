@@ -430,15 +430,31 @@ test('a scheduled campaign sends at its (moved) time; another is cancelled befor
   const a = await createCampaign(env, project, 'cmp-sched.test', { subject: 'Scheduled A' });
   const b = await createCampaign(env, project, 'cmp-sched.test', { subject: 'Scheduled B' });
 
+  // Created a day ago, so the feed's moment of scheduling cannot be mistaken for the creation.
+  await query(env.orm.em.fork(), `update campaigns set created_at = now() - interval '1 day' where id in (?, ?)`, [a.id, b.id]);
+  const scheduledMoments = async () => {
+    const res = await env.http().get('/activity?type=campaign.scheduled').set(auth(project));
+    return new Map((res.body.data as { data: { campaignId: string }; createdAt: string }[]).map((i) => [i.data.campaignId, Date.parse(i.createdAt)]));
+  };
+
+  const beforeScheduling = Date.now() - 1000; // the database clock may trail ours a little
   const far = new Date(Date.now() + 3600_000).toISOString();
   expect((await env.http().post(`/campaigns/${a.id}/send`).set(auth(project)).send({ scheduledFor: far })).body.status).toBe('SCHEDULED');
-  const bAt = new Date(Date.now() + 3000).toISOString();
+  const bAt = new Date(Date.now() + 5000).toISOString();
   expect((await env.http().post(`/campaigns/${b.id}/send`).set(auth(project)).send({ scheduledFor: bAt })).body.status).toBe('SCHEDULED');
+  const scheduled = await scheduledMoments();
+  expect(scheduled.get(b.id)).toBeGreaterThanOrEqual(beforeScheduling);
+  expect(scheduled.get(a.id)).toBeGreaterThanOrEqual(beforeScheduling);
   // A is moved from an hour away to 3 s from now: the waiting workflow takes the new time.
+  await sleep(1100);
   const aAt = new Date(Date.now() + 3000);
   const moved = await env.http().put(`/campaigns/${a.id}`).set(auth(project)).send({ ...a, scheduledFor: aAt.toISOString() });
   expect(moved.status).toBe(200);
   expect(moved.body.scheduledFor).toBe(aAt.toISOString());
+  // Moving it is scheduling it again: the feed places it at the move.
+  const afterMove = await scheduledMoments();
+  expect(afterMove.get(a.id)).toBeGreaterThan(scheduled.get(a.id)!);
+  expect(afterMove.get(b.id)).toBe(scheduled.get(b.id));
   // B is cancelled while it waits.
   expect((await env.http().post(`/campaigns/${b.id}/cancel`).set(auth(project))).body.status).toBe('CANCELLED');
   await sleep(1000);
