@@ -111,14 +111,22 @@ export async function insertEmailOnce(em: EntityManager, email: NewEmail, source
 export interface EmailForDelivery {
   email: StoredEmail;
   status: EmailStatus;
-  domainId: string | null;
+  /** The recipient is on the project's suppression list (db/suppressions.ts): never hand it to the relay. */
+  suppressed: boolean;
+  /** The project is disabled (db/project-security.ts): it sends nothing. */
+  projectDisabled: boolean;
+  /** The sending domain's DKIM key, when the email has a domain. */
+  dkim: { domain: string; selector: string; privateKeyPem: string } | undefined;
 }
 
+/**
+ * Everything a delivery attempt needs, in one round trip: delivery runs once per email, and each
+ * separate lookup was a query of its own.
+ */
 export async function loadEmailForDelivery(em: EntityManager, id: string): Promise<EmailForDelivery | undefined> {
   const row = await queryOne<{
     id: string;
     status: EmailStatus;
-    domain_id: string | null;
     to_email: string;
     to_name: string | null;
     from_email: string;
@@ -128,17 +136,33 @@ export async function loadEmailForDelivery(em: EntityManager, id: string): Promi
     body: string;
     headers: Record<string, string>;
     files: AttachmentFile[] | null;
+    suppressed: boolean;
+    project_disabled: boolean;
+    dkim_domain: string | null;
+    dkim_selector: string | null;
+    dkim_private_key: string | null;
   }>(
     em,
-    `select e.id, e.status, e.domain_id, e.to_email, e.to_name, e.from_email, e.from_name, e.reply_to, e.subject, e.body,
-            e.headers, a.files
-     from emails e left join attachment_sets a on a.id = e.attachment_set_id where e.id = ?`,
+    `select e.id, e.status, e.to_email, e.to_name, e.from_email, e.from_name, e.reply_to, e.subject, e.body, e.headers, a.files,
+            exists (select 1 from suppressions s where s.project_id = e.project_id and s.email = lower(e.to_email)) as suppressed,
+            p.disabled as project_disabled,
+            d.domain as dkim_domain, d.dkim_selector, d.dkim_private_key
+     from emails e
+     join projects p on p.id = e.project_id
+     left join attachment_sets a on a.id = e.attachment_set_id
+     left join domains d on d.id = e.domain_id
+     where e.id = ?`,
     [id],
   );
   if (!row) return undefined;
   return {
     status: row.status,
-    domainId: row.domain_id,
+    suppressed: row.suppressed,
+    projectDisabled: row.project_disabled,
+    dkim:
+      row.dkim_domain && row.dkim_selector && row.dkim_private_key
+        ? { domain: row.dkim_domain, selector: row.dkim_selector, privateKeyPem: row.dkim_private_key }
+        : undefined,
     email: {
       id: row.id,
       toEmail: row.to_email,

@@ -190,12 +190,6 @@ export async function enforceSendingReputation(em: EntityManager, projectId: str
   return disableProject(em, projectId, reason, { rule: bounces ? 'bounce_rate' : 'complaint_rate', since: since.toISOString(), ...f });
 }
 
-/** Whether the project of this email is disabled (one indexed join, like isEmailSuppressed). */
-export async function isEmailsProjectDisabled(em: EntityManager, emailId: string): Promise<boolean> {
-  const row = await queryOne(em, 'select 1 from emails e join projects p on p.id = e.project_id where e.id = ? and p.disabled', [emailId]);
-  return row !== undefined;
-}
-
 /**
  * The campaign's status as the sender's throttle reservation reads it, with PROJECT_DISABLED in
  * place of SENDING once the project is disabled: the batch stops within one reservation.

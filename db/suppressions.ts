@@ -34,16 +34,6 @@ export async function isSuppressed(em: EntityManager, projectId: string, email: 
   return row !== undefined;
 }
 
-/** Whether the recipient of this email is suppressed in the email's project (one indexed join). */
-export async function isEmailSuppressed(em: EntityManager, emailId: string): Promise<boolean> {
-  const row = await queryOne(
-    em,
-    `select 1 from emails e join suppressions s on s.project_id = e.project_id and s.email = lower(e.to_email) where e.id = ?`,
-    [emailId],
-  );
-  return row !== undefined;
-}
-
 /** Of these addresses, the suppressed ones (lower-cased): for batch senders such as campaigns. */
 export async function suppressedAmong(em: EntityManager, projectId: string, emails: string[]): Promise<Set<string>> {
   if (emails.length === 0) return new Set();

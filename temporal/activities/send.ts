@@ -1,9 +1,8 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { loadDomainKeys } from '../../db/domains';
 import { loadEmailForDelivery, markEmailFailed, markEmailSending, markEmailSent } from '../../db/emails';
 import type { Orm } from '../../db/orm';
-import { isEmailsProjectDisabled, PROJECT_DISABLED_ERROR } from '../../db/project-security';
-import { isEmailSuppressed, SUPPRESSED_ERROR } from '../../db/suppressions';
+import { PROJECT_DISABLED_ERROR } from '../../db/project-security';
+import { SUPPRESSED_ERROR } from '../../db/suppressions';
 import { composeMessage } from '../../mail/compose';
 import { dkimKeyObject } from '../../mail/dkim';
 import { type Mailer, SmtpError } from '../../mail/transport';
@@ -30,16 +29,16 @@ export function createSendActivities({ orm, mailer }: { orm: Orm; mailer: Mailer
       }
       if (found.status !== 'QUEUED' && found.status !== 'SENDING') return { delivered: false, reason: 'already_sent' };
       // A hard-bounced or complaining address (db/suppressions.ts) is never handed to the relay.
-      if (await isEmailSuppressed(em, emailId)) {
+      if (found.suppressed) {
         await markEmailFailed(em, emailId, SUPPRESSED_ERROR);
         return { delivered: false, reason: 'suppressed' };
       }
       // A disabled project sends nothing (db/project-security.ts): the email fails, it is not held.
-      if (await isEmailsProjectDisabled(em, emailId)) {
+      if (found.projectDisabled) {
         await markEmailFailed(em, emailId, PROJECT_DISABLED_ERROR);
         return { delivered: false, reason: 'project_disabled' };
       }
-      const keys = found.domainId ? await loadDomainKeys(em, found.domainId) : undefined;
+      const keys = found.dkim;
       const dkim = keys && { domainName: keys.domain, keySelector: keys.selector, privateKey: dkimKeyObject(keys.privateKeyPem) };
       await markEmailSending(em, emailId);
       try {

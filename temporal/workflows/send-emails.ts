@@ -1,4 +1,4 @@
-import { proxyActivities } from '@temporalio/workflow';
+import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { deliveryOptions } from './delivery-options';
 
@@ -14,7 +14,9 @@ export interface SendEmailsInput {
  */
 export async function sendEmails(input: SendEmailsInput): Promise<void> {
   const { deliverEmail } = proxyActivities<Activities>(deliveryOptions(input.maxRetryIntervalSeconds));
-  const { recordEmailSent } = proxyActivities<Activities>({
+  // Local: no task-queue round trip. Its retries cannot send again, since deliverEmail's result
+  // is already in the history.
+  const { recordEmailSent } = proxyLocalActivities<Activities>({
     startToCloseTimeout: '30 seconds',
     retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
   });
