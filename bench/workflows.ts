@@ -495,7 +495,6 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
   const workflowTasks = avg((h) => h.workflowTasks);
   const cpuPerExecution = (k: keyof typeof cpuBefore) => (1000 * cpu(k)) / Math.max(1, finishedTimes.length);
   const cpuTotalPerExecution = cpuPerExecution('node') + cpuPerExecution('temporal') + cpuPerExecution('postgres');
-  const sortedLat = sortedOf(latencies.subarray(0, done));
   const lastDelivered = sink.messages[sink.messages.length - 1];
   const deliveredS = lastDelivered ? (lastDelivered.receivedAt.getTime() - wallStart) / 1000 : NaN;
   const startedS = (lastStarted - wallStart) / 1000;

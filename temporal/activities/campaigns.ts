@@ -6,7 +6,6 @@ import {
   beginCampaignSend,
   type CampaignEmail,
   type CampaignEmailDraft,
-  type CampaignStatus,
   type Recipient,
   finishCampaign,
   loadRecipientBatch,
@@ -16,7 +15,8 @@ import {
   type SentMark,
   settleRecipients,
   writeCampaignEmails,
-} from '../../db/campaigns';
+} from '../../db/campaign-send';
+import type { CampaignStatus } from '../../db/campaigns';
 import { loadDomainKeys, requireVerifiedSender } from '../../db/domains';
 import { compileContent, renderForContact } from '../../db/email-content';
 import type { Orm } from '../../db/orm';
