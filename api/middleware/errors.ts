@@ -62,6 +62,16 @@ function fromBodyParser(err: { type?: string; limit?: number; status?: number; e
   return undefined;
 }
 
+/** The router could not decode a path parameter (a `%` not followed by valid UTF-8 percent-encoding). */
+function fromRouter(err: unknown): AppError | undefined {
+  if (err instanceof URIError && (err as URIError & { status?: number }).status === 400) {
+    return new AppError(400, 'BAD_REQUEST', 'The URL path is not valid percent-encoding', {
+      suggestion: 'Encode path segments with encodeURIComponent.',
+    });
+  }
+  return undefined;
+}
+
 export const errorHandler: ErrorRequestHandler = (err, req, res, next) => {
   // Part of a response is already out (a streamed page): an envelope can no longer be sent,
   // so let Express close the connection.
@@ -69,7 +79,7 @@ export const errorHandler: ErrorRequestHandler = (err, req, res, next) => {
     next(err);
     return;
   }
-  const known = err instanceof AppError ? err : fromBodyParser(err as { type?: string; status?: number; expose?: boolean });
+  const known = err instanceof AppError ? err : (fromRouter(err) ?? fromBodyParser(err as { type?: string; status?: number; expose?: boolean }));
   if (known) {
     sendError(req, res, known);
     return;
