@@ -177,3 +177,16 @@ test('bodies of the wrong shape: 4xx in the envelope, never a 500, and nothing w
   // No prototype was polluted on the way.
   expect(({} as Record<string, unknown>).polluted).toBeUndefined();
 }, 180_000);
+
+test('a session with a junk X-Project-Id header: 4xx in the envelope, never a 500', async () => {
+  const failures: string[] = [];
+  for (const op of ops.filter((o) => !o.open && !o.sessionOnly)) {
+    const url = fill(op.path, 'x', false);
+    for (const header of ['x', 'a'.repeat(500), "' or 1=1 --", project.id.toUpperCase()]) {
+      let req = env.http()[op.method](url).set('Cookie', owner.cookie).set('X-Project-Id', header);
+      if (op.method !== 'get' && op.method !== 'delete') req = req.set('content-type', 'application/json').send('{}');
+      check(failures, `${op.method.toUpperCase()} ${op.path} with X-Project-Id ${header.slice(0, 20)}`, await req);
+    }
+  }
+  expect([...new Set(failures)]).toEqual([]);
+}, 120_000);
