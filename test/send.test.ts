@@ -3,6 +3,7 @@ import { simpleParser } from 'mailparser';
 import { dkimVerify } from 'mailauth/lib/dkim/verify';
 import { queryOne } from '../db/sql';
 import type { DnsServer } from './helpers/dns';
+import { workflowIds } from '../temporal/ids';
 import { bearer, type TestEnv } from './helpers/env';
 import { type SendingEnv, startSendingEnv, waitUntil } from './helpers/sending';
 import type { SmtpSink } from './helpers/smtp';
@@ -216,6 +217,14 @@ test('a failed status update after the relay accepted does not send the message 
     expect(Number(attempts!.n)).toBe(2);
     await new Promise((r) => setTimeout(r, 500));
     expect(smtp.messages.filter((m) => m.envelope.to.includes('once@example.org'))).toHaveLength(1);
+    // The retried SENT is a local activity: one activity task (the delivery), the rest markers.
+    const handle = env.temporal.client.workflow.getHandle(workflowIds.sendEmails(id));
+    await handle.result();
+    const events = (await handle.fetchHistory()).events ?? [];
+    const scheduled = events.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
+    expect(scheduled).toEqual(['deliverEmail']);
+    const markers = events.flatMap((e) => e.markerRecordedEventAttributes?.markerName ?? []);
+    expect(markers).toEqual(expect.arrayContaining(['core_patch', 'core_local_activity']));
   } finally {
     await em.getConnection().execute('drop trigger if exists fail_first_sent on emails; drop sequence if exists sent_attempts;');
   }

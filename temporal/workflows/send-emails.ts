@@ -1,6 +1,7 @@
-import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import { patched, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { deliveryOptions } from './delivery-options';
+import { PATCHES } from './patches';
 
 export interface SendEmailsInput {
   emailIds: string[];
@@ -14,12 +15,13 @@ export interface SendEmailsInput {
  */
 export async function sendEmails(input: SendEmailsInput): Promise<void> {
   const { deliverEmail } = proxyActivities<Activities>(deliveryOptions(input.maxRetryIntervalSeconds));
-  // Local: no task-queue round trip. Its retries cannot send again, since deliverEmail's result
-  // is already in the history.
-  const { recordEmailSent } = proxyLocalActivities<Activities>({
-    startToCloseTimeout: '30 seconds',
-    retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
-  });
+  const recordOptions = { startToCloseTimeout: '30 seconds', retry: { initialInterval: '1 second', maximumInterval: '1 minute' } } as const;
+  // Local: no task-queue round trip, and its retries cannot send again, since deliverEmail's
+  // result is already in the history. Executions started before this change recorded SENT with a
+  // regular activity and must replay that way (test/replay.test.ts).
+  const { recordEmailSent } = patched(PATCHES.recordSentLocally)
+    ? proxyLocalActivities<Activities>(recordOptions)
+    : proxyActivities<Activities>(recordOptions);
   await Promise.all(
     input.emailIds.map(async (emailId) => {
       const outcome = await deliverEmail(emailId);

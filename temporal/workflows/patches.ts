@@ -1,0 +1,9 @@
+/**
+ * Ids of `patched()` calls: changes to workflow code that executions started before them replay
+ * without. Each stays until no execution from before it can still be running (then
+ * `deprecatePatch`, then removed); test/replay.test.ts replays a recorded history of the old code.
+ */
+export const PATCHES = {
+  /** sendEmails records SENT with a local activity (2026-11-26). */
+  recordSentLocally: 'send-emails-record-sent-locally',
+} as const;
