@@ -1,13 +1,17 @@
 import { Resolver } from 'node:dns/promises';
 import { simpleParser } from 'mailparser';
 import { dkimVerify } from 'mailauth/lib/dkim/verify';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { insertEmailOnce } from '../db/emails';
+import type { ProjectWithKeys } from '../db/projects';
 import { queryOne } from '../db/sql';
-import type { DnsServer } from './helpers/dns';
+import { createSmtpMailer } from '../mail/transport';
+import { createSendActivities } from '../temporal/activities/send';
 import { workflowIds } from '../temporal/ids';
+import type { DnsServer } from './helpers/dns';
 import { bearer, type TestEnv } from './helpers/env';
 import { type SendingEnv, startSendingEnv, waitUntil } from './helpers/sending';
 import type { SmtpSink } from './helpers/smtp';
-import type { ProjectWithKeys } from '../db/projects';
 
 let sending: SendingEnv;
 let dns: DnsServer;
@@ -227,6 +231,35 @@ test('a failed status update after the relay accepted does not send the message 
     expect(markers).toEqual(expect.arrayContaining(['core_patch', 'core_local_activity']));
   } finally {
     await em.getConnection().execute('drop trigger if exists fail_first_sent on emails; drop sequence if exists sent_attempts;');
+  }
+});
+
+test('delivery marks the email SENT itself: an attempt retried after the worker died does not send again', async () => {
+  const em = env.orm.em.fork();
+  const contact = await env.http().post('/contacts').set(bearer(project.secretKey)).send({ email: 'retried@example.org' });
+  const domain = await queryOne<{ id: string }>(em, 'select id from domains where project_id = ? and domain = ?', [project.id, DOMAIN]);
+  // A queued email with no workflow: the activity is run here, the way Temporal runs its attempts.
+  const emailId = await insertEmailOnce(
+    em,
+    {
+      projectId: project.id, contactId: contact.body.id, domainId: domain!.id, templateId: null, source: 'transactional',
+      marketing: false, toEmail: 'retried@example.org', toName: null, fromEmail: `hello@${DOMAIN}`, fromName: null,
+      replyTo: null, subject: 'Retried', body: 'Once', headers: {}, attachmentSetId: null,
+    },
+    `test:retried:${Date.now()}`,
+  );
+  const mailer = createSmtpMailer(smtp.url);
+  try {
+    const { deliverEmail } = createSendActivities({ orm: env.orm, mailer });
+    const first = await new MockActivityEnvironment().run(deliverEmail, emailId);
+    expect(first).toMatchObject({ delivered: true, recorded: true });
+    // The attempt's completion never reached Temporal (the worker was killed): the row says SENT anyway.
+    expect(await emailStatus(emailId)).toBe('SENT');
+    const retried = await new MockActivityEnvironment({ attempt: 2 }).run(deliverEmail, emailId);
+    expect(retried).toEqual({ delivered: false, reason: 'already_sent' });
+    expect(smtp.messages.filter((m) => m.envelope.to.includes('retried@example.org'))).toHaveLength(1);
+  } finally {
+    mailer.close();
   }
 });
 

@@ -8,15 +8,17 @@ import { dkimKeyObject } from '../../mail/dkim';
 import { type Mailer, SmtpError } from '../../mail/transport';
 
 export type DeliveryOutcome =
-  | { delivered: true; smtpResponse: string }
+  /** `recorded`: already marked SENT; otherwise the workflow records it with recordEmailSent. */
+  | { delivered: true; smtpResponse: string; recorded?: boolean }
   | { delivered: false; reason: 'already_sent' | 'missing' | 'suppressed' | 'project_disabled' };
 
 export function createSendActivities({ orm, mailer }: { orm: Orm; mailer: Mailer }) {
   return {
     /**
-     * Hands one email to the relay. Marking it SENT is a separate activity: once the relay has
-     * accepted the message this one completes, and a failure to record that is retried on its
-     * own without sending again.
+     * Hands one email to the relay, then marks it SENT at once: an attempt retried after this
+     * worker dies finds it SENT and does not send it again, so the duplicate window is the moment
+     * between the relay's acceptance and that commit. A failure to record is not a failure to
+     * send: the workflow then records it with recordEmailSent, retried on its own.
      */
     async deliverEmail(emailId: string): Promise<DeliveryOutcome> {
       const em = orm.em.fork();
@@ -41,10 +43,10 @@ export function createSendActivities({ orm, mailer }: { orm: Orm; mailer: Mailer
       const keys = found.dkim;
       const dkim = keys && { domainName: keys.domain, keySelector: keys.selector, privateKey: dkimKeyObject(keys.privateKeyPem) };
       await markEmailSending(em, emailId);
+      let smtpResponse: string;
       try {
         const beat = setInterval(() => Context.current().heartbeat(), 5_000);
-        const result = await mailer.send(composeMessage(found.email, dkim)).finally(() => clearInterval(beat));
-        return { delivered: true, smtpResponse: result.response };
+        smtpResponse = (await mailer.send(composeMessage(found.email, dkim)).finally(() => clearInterval(beat))).response;
       } catch (err) {
         if (err instanceof SmtpError && err.permanent) {
           await markEmailFailed(em, emailId, err.message);
@@ -52,6 +54,14 @@ export function createSendActivities({ orm, mailer }: { orm: Orm; mailer: Mailer
         }
         throw err;
       }
+      const recorded = await markEmailSent(em, emailId, smtpResponse).then(
+        () => true,
+        (err: unknown) => {
+          Context.current().log.warn('Recording SENT failed; the workflow retries it', { emailId, error: String(err) });
+          return false;
+        },
+      );
+      return { delivered: true, smtpResponse, recorded };
     },
 
     async recordEmailSent(emailId: string, smtpResponse: string): Promise<void> {

@@ -25,7 +25,7 @@ export async function sendEmails(input: SendEmailsInput): Promise<void> {
   await Promise.all(
     input.emailIds.map(async (emailId) => {
       const outcome = await deliverEmail(emailId);
-      if (outcome.delivered) await recordEmailSent(emailId, outcome.smtpResponse);
+      if (outcome.delivered && !outcome.recorded) await recordEmailSent(emailId, outcome.smtpResponse);
     }),
   );
 }

@@ -14,6 +14,6 @@ export const sendEmailStep: StepHandler<'SEND_EMAIL'> = async (config, ctx): Pro
   });
   if (!queued.emailId) return { output: { skipped: queued.skipped ?? 'unknown' } };
   const outcome = await deliveryActivities.deliverEmail(queued.emailId);
-  if (outcome.delivered) await journeyActivities.recordEmailSent(queued.emailId, outcome.smtpResponse);
+  if (outcome.delivered && !outcome.recorded) await journeyActivities.recordEmailSent(queued.emailId, outcome.smtpResponse);
   return { output: { emailId: queued.emailId } };
 };
