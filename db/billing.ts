@@ -83,16 +83,26 @@ export interface Consumption {
   total: number;
 }
 
-/** Per category: emails counted in the month (UTC), the current cap, and the emails the cap refused. */
+/** The `month` key of billing_carryover for a period: its first day. */
+const monthKey = (period: Period) => period.start.toISOString().slice(0, 10);
+
+/**
+ * Per category: emails counted in the month (UTC), plus what a reset carried over from deleted
+ * rows, the current cap, and the emails the cap refused.
+ */
 export async function getConsumption(em: EntityManager, projectId: string, period: Period): Promise<Consumption> {
   const rows = await query<{ source: BillingCategory; used: string; refused: string }>(
     em,
-    `select source,
-       count(*) filter (where error is distinct from '${OVER_LIMIT_ERROR}') as used,
-       count(*) filter (where error = '${OVER_LIMIT_ERROR}') as refused
-     from emails where project_id = ? and created_at >= ? and created_at < ?
-     group by source`,
-    [projectId, period.start, period.end],
+    `select source, sum(used) as used, sum(refused) as refused from (
+       select source,
+         count(*) filter (where error is distinct from '${OVER_LIMIT_ERROR}') as used,
+         count(*) filter (where error = '${OVER_LIMIT_ERROR}') as refused
+       from emails where project_id = ? and created_at >= ? and created_at < ?
+       group by source
+       union all
+       select category, used, refused from billing_carryover where project_id = ? and month = ?::date
+     ) counts group by source`,
+    [projectId, period.start, period.end, projectId, monthKey(period)],
   );
   const limits = await getBillingLimits(em, projectId);
   const categories = Object.fromEntries(
@@ -106,6 +116,25 @@ export async function getConsumption(em: EntityManager, projectId: string, perio
     categories,
     total: BILLING_CATEGORIES.reduce((n, c) => n + categories[c].used, 0),
   };
+}
+
+/**
+ * Before a project's email rows are deleted (a reset): their counts per category and month move
+ * to billing_carryover, inside the caller's transaction, so consumption and the caps still see them.
+ */
+export async function carryOverConsumption(tx: EntityManager, projectId: string): Promise<void> {
+  await query(
+    tx,
+    `insert into billing_carryover as c (project_id, category, month, used, refused)
+     select project_id, source, date_trunc('month', created_at at time zone 'UTC')::date,
+       count(*) filter (where error is distinct from '${OVER_LIMIT_ERROR}'),
+       count(*) filter (where error = '${OVER_LIMIT_ERROR}')
+     from emails where project_id = ?
+     group by project_id, source, date_trunc('month', created_at at time zone 'UTC')::date
+     on conflict (project_id, category, month) do update
+       set used = c.used + excluded.used, refused = c.refused + excluded.refused`,
+    [projectId],
+  );
 }
 
 // ---- The cap, at every place that writes emails ---------------------------------------------------
@@ -146,8 +175,9 @@ export async function allowance(
   const row = await queryOne<{ monthly_limit: number | null; used: string }>(
     em,
     `select (select monthly_limit from billing_limits where project_id = ? and category = ?) as monthly_limit,
-       (select count(*) from emails where ${COUNTED}) as used`,
-    [projectId, category, projectId, category, period.start, period.end],
+       (select count(*) from emails where ${COUNTED})
+         + coalesce((select used from billing_carryover where project_id = ? and category = ? and month = ?::date), 0) as used`,
+    [projectId, category, projectId, category, period.start, period.end, projectId, category, monthKey(period)],
   );
   const limit = row?.monthly_limit ?? null;
   const used = Number(row?.used ?? 0);

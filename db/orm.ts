@@ -12,6 +12,7 @@ import { Migration20261125070000_imports } from './migrations/Migration202611250
 import { Migration20261125080000_bulk } from './migrations/Migration20261125080000_bulk';
 import { Migration20261126000000_accounts } from './migrations/Migration20261126000000_accounts';
 import { Migration20261126010000_campaign_scheduled_at } from './migrations/Migration20261126010000_campaign_scheduled_at';
+import { Migration20261126020000_billing_carryover } from './migrations/Migration20261126020000_billing_carryover';
 
 export type Orm = MikroORM;
 
@@ -28,6 +29,7 @@ const migrationsList = [
   { name: 'Migration20261125080000_bulk', class: Migration20261125080000_bulk },
   { name: 'Migration20261126000000_accounts', class: Migration20261126000000_accounts },
   { name: 'Migration20261126010000_campaign_scheduled_at', class: Migration20261126010000_campaign_scheduled_at },
+  { name: 'Migration20261126020000_billing_carryover', class: Migration20261126020000_billing_carryover },
 ];
 
 export function ormOptions(databaseUrl: string, overrides: Partial<Options> = {}): Options {

@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { notFound, validationError } from '../errors';
+import { carryOverConsumption } from './billing';
 import { finishExecution } from './executions';
 import { query, queryOne } from './sql';
 
@@ -55,7 +56,8 @@ export interface ResetSummary {
  * The project's data, in delete order (largest per-project tables first, by their project index;
  * the cascades then find little left). Kept on purpose: the project, its keys, members, domains
  * (with their DKIM keys: DNS stays valid), the suppression list (addresses that bounced or
- * complained stay protected), suspensions, billing settings, uploads and the send throttle.
+ * complained stay protected), suspensions, billing settings, uploads and the send throttle. The
+ * deleted emails' consumption is carried over first (db/billing.ts): a reset does not refill a cap.
  */
 const WIPED = [
   ['events', 'events'],
@@ -91,6 +93,7 @@ export async function resetProject(em: EntityManager, projectId: string, confirm
   }
   const cancelled = await stopProjectWork(em, projectId, runner);
   const deleted = await em.transactional(async (tx) => {
+    await carryOverConsumption(tx, projectId);
     const counts = {} as ResetSummary['deleted'];
     for (const [key, table] of WIPED) {
       const row = await queryOne<{ n: number }>(

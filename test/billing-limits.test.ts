@@ -166,6 +166,41 @@ describe('/v1/send', () => {
     expect((await consumption(s)).total).toBe(4);
   });
 
+  test('a project reset keeps what was consumed: the cap is not refilled, earlier months keep their counts', async () => {
+    const s = await setup('reset keeps consumption');
+    await setLimits(s, { transactional: 3 });
+    for (const to of ['r1@example.org', 'r2@example.org']) expect((await send(s, to)).status).toBe(200);
+    await waitUntil(async () => smtp.messages.filter((m) => m.envelope.from.endsWith(`@${s.domain}`)).length === 2);
+    // A campaign email of an earlier month, and one the cap refused there.
+    const contact = await env.http().post('/contacts').set(bearer(s.project.secretKey)).send({ email: 'old@example.org' });
+    for (const error of [null, 'BILLING_LIMIT_EXCEEDED']) {
+      await query(
+        env.orm.em.fork(),
+        `insert into emails (id, project_id, contact_id, source, marketing, to_email, from_email, subject, body, headers, status, error, created_at)
+         values (gen_random_uuid(), ?, ?, 'campaign', true, 'old@example.org', ?, 'Old', 'Old', '{}', 'SENT', ?, '2026-10-15T12:00:00Z')`,
+        [s.project.id, contact.body.id, `hello@${s.domain}`, error],
+      );
+    }
+
+    const reset = await env
+      .http()
+      .post(`/users/@me/projects/${s.project.id}/reset`)
+      .set('Cookie', s.owner.cookie)
+      .send({ confirm: 'reset keeps consumption' });
+    expect(reset.status).toBe(200);
+    expect(reset.body.deleted.emails).toBe(4);
+    expect(await emailRows(s.project.id, 'transactional')).toEqual([]);
+
+    expect((await consumption(s)).categories.transactional).toEqual({ used: 2, limit: 3, refused: 0 });
+    expect((await consumption(s, '2026-10')).categories.campaign).toEqual({ used: 1, limit: null, refused: 1 });
+    const pair = await send(s, ['r3@example.org', 'r4@example.org']);
+    expect(pair.status).toBe(402);
+    expect(pair.body.error.message).toMatch(/2 of 3 used/);
+    expect((await send(s, 'r3@example.org')).status).toBe(200);
+    expect((await consumption(s)).categories.transactional).toEqual({ used: 3, limit: 3, refused: 0 });
+    expect((await send(s, 'r4@example.org')).status).toBe(402);
+  });
+
   test('concurrent requests cannot overshoot: cap 5, 16 at once → exactly 5 accepted and 5 rows', async () => {
     const s = await setup('send race');
     await setLimits(s, { transactional: 5 });
