@@ -6,6 +6,7 @@ import { buildAppDeps } from '../api/deps';
 import type { Config } from '../config';
 import { createOrm, migrate } from '../db/orm';
 import { pruneRateLimitWindows } from '../db/rate-limit';
+import { pruneRevokedSessions } from '../db/revoked-sessions';
 import { createDnsLookup } from '../mail/dns';
 import { mailerFromConfig } from '../mail/mailer';
 import { TemporalGateway } from '../temporal/client';
@@ -90,7 +91,10 @@ export async function startService(config: Config, opts: StartOptions, log: Log)
         );
       });
       stops.push(() => new Promise((resolve) => server.close(() => resolve())));
-      const pruner = setInterval(() => void pruneRateLimitWindows(orm.em.fork()).catch(() => {}), 60_000);
+      const pruner = setInterval(() => {
+        void pruneRateLimitWindows(orm.em.fork()).catch(() => {});
+        void pruneRevokedSessions(orm.em.fork()).catch(() => {});
+      }, 60_000);
       pruner.unref();
       stops.push(async () => clearInterval(pruner));
       checkpoint();

@@ -13,6 +13,7 @@ import { Migration20261125080000_bulk } from './migrations/Migration202611250800
 import { Migration20261126000000_accounts } from './migrations/Migration20261126000000_accounts';
 import { Migration20261126010000_campaign_scheduled_at } from './migrations/Migration20261126010000_campaign_scheduled_at';
 import { Migration20261126020000_billing_carryover } from './migrations/Migration20261126020000_billing_carryover';
+import { Migration20261126030000_revoked_sessions } from './migrations/Migration20261126030000_revoked_sessions';
 
 export type Orm = MikroORM;
 
@@ -30,6 +31,7 @@ const migrationsList = [
   { name: 'Migration20261126000000_accounts', class: Migration20261126000000_accounts },
   { name: 'Migration20261126010000_campaign_scheduled_at', class: Migration20261126010000_campaign_scheduled_at },
   { name: 'Migration20261126020000_billing_carryover', class: Migration20261126020000_billing_carryover },
+  { name: 'Migration20261126030000_revoked_sessions', class: Migration20261126030000_revoked_sessions },
 ];
 
 export function ormOptions(databaseUrl: string, overrides: Partial<Options> = {}): Options {

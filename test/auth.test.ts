@@ -1,6 +1,7 @@
 import { createHash, randomInt, randomUUID } from 'node:crypto';
 import { simpleParser } from 'mailparser';
 import type { Response } from 'supertest';
+import { isSessionRevoked, pruneRevokedSessions, revokeSession } from '../db/revoked-sessions';
 import { query, queryOne } from '../db/sql';
 import { SESSION_COOKIE } from '../api/session';
 import { workflowIds } from '../temporal/ids';
@@ -308,6 +309,31 @@ describe('login and logout', () => {
     expect(attributes).toEqual(expect.arrayContaining(['Path=/', 'HttpOnly', 'SameSite=Lax']));
     const expires = attributes.find((a) => a.startsWith('Expires='));
     expect(Date.parse(expires!.slice('Expires='.length))).toBeLessThan(Date.now());
+  });
+
+  test("logout ends that session everywhere (a copied cookie too); the user's other sessions keep working", async () => {
+    const user = await createTestUser(env);
+    const [a, b] = [sessionCookie(await login(user.email, user.password)).cookie, sessionCookie(await login(user.email, user.password)).cookie];
+    const me = (cookie: string) => env.http().get('/users/@me').set('Cookie', cookie);
+    expect((await me(a)).status).toBe(200);
+
+    expect((await env.http().get('/auth/logout').set('Cookie', a)).status).toBe(200);
+    // The browser dropped the cookie; a copy of it (another tab, a stolen one) is refused too.
+    expectError(await me(a), 401, 'INVALID_SESSION');
+    expect((await me(b)).status).toBe(200);
+    // Logging out again with it, or with no session at all, still answers 200.
+    expect((await env.http().get('/auth/logout').set('Cookie', a)).status).toBe(200);
+    expect((await env.http().get('/auth/logout').set('Cookie', `${SESSION_COOKIE}=garbage`)).status).toBe(200);
+  });
+
+  test('revoked sessions are forgotten once they would have expired anyway', async () => {
+    const em = env.orm.em.fork();
+    const [expired, current] = [randomUUID(), randomUUID()];
+    await revokeSession(em, expired, new Date(Date.now() - 1000));
+    await revokeSession(em, current, new Date(Date.now() + 3600_000));
+    await pruneRevokedSessions(em);
+    expect(await isSessionRevoked(em, expired)).toBe(false);
+    expect(await isSessionRevoked(em, current)).toBe(true);
   });
 
   test('GET /auth/oauth-config lists no provider, as /config says', async () => {

@@ -17,7 +17,7 @@ import {
   tokenQuery,
   userResponse,
 } from '../schemas/auth';
-import { clearSessionCookie, setSessionCookie } from '../session';
+import { clearSessionCookie, revokeRequestSession, setSessionCookie } from '../session';
 
 const TAG = 'Authentication';
 
@@ -75,10 +75,11 @@ export function registerAuthRoutes(api: RouteRegistry, deps: AppDeps): void {
     method: 'get',
     path: '/auth/logout',
     tag: TAG,
-    summary: 'Sign out: clears the session cookie',
+    summary: 'Sign out: the session stops working at once (also in copies of the cookie), and the cookie is cleared',
     auth: 'none',
     response: acceptedResponse,
-    handler: ({ res }) => {
+    handler: async ({ req, res, scope }) => {
+      await revokeRequestSession(req, scope.em, deps.sessionSecret);
       clearSessionCookie(res, config);
       return { success: true as const, message: 'Signed out' };
     },
