@@ -291,8 +291,8 @@ test('SIGKILL while executions wait in a DELAY and while SEND_EMAILs are in flig
       recordStepStarted: 5,
       recordStepFinished: 5,
       queueJourneyEmail: 2,
+      // SENT is recorded inside deliverEmail; recordEmailSent runs only when that fails.
       deliverEmail: 2,
-      recordEmailSent: 2,
       finishExecution: 1,
     });
     expect(attempts.filter((a) => a.attempt !== 1)).toEqual([]);
@@ -309,7 +309,6 @@ test('SIGKILL while executions wait in a DELAY and while SEND_EMAILs are in flig
       recordStepFinished: 2,
       queueJourneyEmail: 1,
       deliverEmail: 1,
-      recordEmailSent: 1,
       finishExecution: 1,
     });
     expect(attempts.filter((a) => a.type !== 'deliverEmail' && a.attempt !== 1)).toEqual([]);

@@ -1,19 +1,47 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Worker } from '@temporalio/worker';
 
 /**
- * Histories recorded by earlier versions of the workflow code must replay under the current code:
- * an execution in flight during an upgrade (a send retrying while the relay is down) goes on from
- * where it was instead of failing with a non-determinism error. Each fixture is the `temporal
- * workflow show --output json` of a run made with the code it names.
+ * Every recorded history in test/fixtures replays under the current workflow code. An execution in
+ * flight when workers are upgraded (a journey waiting for days, a scheduled campaign, a send
+ * retrying while the relay is down) goes on from where it was instead of failing with a
+ * non-determinism error. A change to the commands a workflow issues therefore goes behind
+ * `patched()` (temporal/workflows/patches.ts) and keeps these passing.
+ *
+ * Each fixture is the `temporal workflow show --output json` of one run: one per workflow type, a
+ * journey through every step type, and `send-emails-remote-record` from before SENT was recorded
+ * by a local activity.
  */
 
-const fixture = (name: string): unknown => JSON.parse(readFileSync(path.join(__dirname, 'fixtures', name), 'utf8'));
+const dir = path.join(__dirname, 'fixtures');
+const fixtures = readdirSync(dir).filter((f) => f.endsWith('.history.json'));
 
-test('sendEmails as it was before SENT was recorded by a local activity', async () => {
+test('there is a history for every workflow the worker runs', () => {
+  const types = new Set(
+    fixtures.map((f) => {
+      const history = JSON.parse(readFileSync(path.join(dir, f), 'utf8')) as {
+        events: { workflowExecutionStartedEventAttributes?: { workflowType: { name: string } } }[];
+      };
+      return history.events[0]!.workflowExecutionStartedEventAttributes!.workflowType.name;
+    }),
+  );
+  // The bundle entry exports exactly the workflow functions.
+  const exported = [...readFileSync(path.join(__dirname, '..', 'temporal', 'workflows', 'index.ts'), 'utf8').matchAll(/export \{ (\w+)(?:, (\w+))?/g)]
+    .flatMap((m) => [m[1], m[2]])
+    .filter((name): name is string => !!name && !/^[A-Z]|Input$/.test(name) && name !== 'type');
+  expect([...types].sort()).toEqual([...exported].sort());
+});
+
+/** Workflow ids of the recorded runs, where the code derives something from its own id (a child's id). */
+const RECORDED_IDS: Record<string, string> = {
+  'segment-compute.history.json': 'segment-compute:seg_01a2164749ed0e7cbb87ba681adc089d',
+};
+
+test.each(fixtures)('%s replays under the current code', async (file) => {
   await Worker.runReplayHistory(
     { workflowBundle: { codePath: process.env.TEST_WORKFLOW_BUNDLE! } },
-    fixture('send-emails-remote-record.history.json'),
+    JSON.parse(readFileSync(path.join(dir, file), 'utf8')),
+    RECORDED_IDS[file],
   );
 });
