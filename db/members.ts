@@ -50,7 +50,9 @@ const toMember = (r: MemberRow): MemberDto => ({
 
 const ownerImmutable = (message: string) =>
   new AppError(403, 'OWNER_IMMUTABLE', message, {
-    suggestion: 'A project has exactly one owner, the user who created it; the owner cannot be removed, demoted or replaced.',
+    suggestion:
+      'A project has exactly one owner; the owner cannot be removed or demoted. The owner (signed in) hands ownership ' +
+      'to another member with PATCH /projects/:id/members/:userId {"role": "OWNER"}.',
   });
 
 const forbidden = (message: string) => new AppError(403, 'FORBIDDEN', message, { suggestion: 'Ask an owner or admin of the project.' });
@@ -83,7 +85,7 @@ export async function addOwner(em: EntityManager, projectId: string, userId: str
 
 /** Adds an existing account to the project. Nobody becomes OWNER this way. */
 export async function addMember(em: EntityManager, projectId: string, email: string, role: Role): Promise<MemberDto> {
-  if (role === 'OWNER') throw ownerImmutable('Nobody can be added as OWNER: a project has one owner, its creator');
+  if (role === 'OWNER') throw ownerImmutable('Nobody can be added as OWNER: a project has one owner; add them, then hand ownership over');
   const user = await queryOne<{ id: string }>(em, 'select id from users where email = ?', [email.trim().toLowerCase()]);
   if (!user) {
     throw new AppError(404, 'USER_NOT_FOUND', `No account uses the email ${email.trim()}`, {
@@ -99,14 +101,33 @@ export async function addMember(em: EntityManager, projectId: string, email: str
   return getMember(em, projectId, user.id);
 }
 
-/** ADMIN ↔ MEMBER. The owner keeps OWNER, and nobody else can get it. */
-export async function changeMemberRole(em: EntityManager, projectId: string, userId: string, role: Role): Promise<MemberDto> {
-  if (role === 'OWNER') throw ownerImmutable('Nobody can be made OWNER: a project has one owner, its creator');
-  const current = await memberRole(em, projectId, userId);
-  if (!current) throw notFound('member');
-  if (current === 'OWNER') throw ownerImmutable("The owner's role cannot be changed");
-  await query(em, 'update project_members set role = ? where project_id = ? and user_id = ?', [role, projectId, userId]);
-  return getMember(em, projectId, userId);
+/**
+ * ADMIN ↔ MEMBER; or, asked by the owner's own session, OWNER: ownership passes to that member and
+ * the former owner becomes ADMIN, in one transaction (the unique index keeps one owner throughout).
+ * The owner's own role changes only by handing ownership over.
+ */
+export async function changeMemberRole(em: EntityManager, projectId: string, actor: Actor, userId: string, role: Role): Promise<MemberDto> {
+  return em.transactional(async (tx) => {
+    // Locks the project's member rows: two concurrent transfers or role changes go one after another.
+    const rows = await query<{ user_id: string; role: Role }>(tx, 'select user_id, role from project_members where project_id = ? for update', [
+      projectId,
+    ]);
+    const current = rows.find((r) => r.user_id === userId)?.role;
+    if (!current) throw notFound('member');
+    if (role === 'OWNER') {
+      if (current === 'OWNER') return getMember(tx, projectId, userId);
+      // The role read under the lock, not the one the request was authorised with: a hand-over
+      // that committed meanwhile has made the asker ADMIN.
+      const askerRole = actor.userId ? rows.find((r) => r.user_id === actor.userId)?.role : undefined;
+      if (askerRole !== 'OWNER') throw ownerImmutable('Only the owner, signed in, can hand over ownership');
+      await query(tx, `update project_members set role = 'ADMIN' where project_id = ? and role = 'OWNER'`, [projectId]);
+      await query(tx, `update project_members set role = 'OWNER' where project_id = ? and user_id = ?`, [projectId, userId]);
+      return getMember(tx, projectId, userId);
+    }
+    if (current === 'OWNER') throw ownerImmutable("The owner's role cannot be changed; hand ownership to another member instead");
+    await query(tx, 'update project_members set role = ? where project_id = ? and user_id = ?', [role, projectId, userId]);
+    return getMember(tx, projectId, userId);
+  });
 }
 
 /** OWNER / ADMIN (or the secret key) remove anyone but the owner; any member may leave. */

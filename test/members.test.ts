@@ -69,13 +69,14 @@ test('an admin adds an existing account by email (any case); unknown email 404 U
   expect([bad.status, bad.body.error.errors[0].field]).toEqual([422, 'email']);
 });
 
-test('nobody can be made OWNER, and the owner can be neither demoted nor removed (403 OWNER_IMMUTABLE)', async () => {
+test('only the owner hands ownership over, and the owner can be neither demoted nor removed (403 OWNER_IMMUTABLE)', async () => {
   const t = await team();
   const outsider = await createTestUser(env);
   const asOwner = asMember(t.owner, t.project.id);
   const cases = [
     env.http().post(`/projects/${t.project.id}/members`).set(asOwner).send({ email: outsider.email, role: 'OWNER' }),
-    env.http().patch(`/projects/${t.project.id}/members/${t.admin.id}`).set(asOwner).send({ role: 'OWNER' }),
+    env.http().patch(`/projects/${t.project.id}/members/${t.member.id}`).set(asMember(t.admin, t.project.id)).send({ role: 'OWNER' }),
+    env.http().patch(`/projects/${t.project.id}/members/${t.admin.id}`).set(bearer(t.project.secretKey)).send({ role: 'OWNER' }),
     env.http().patch(`/projects/${t.project.id}/members/${t.owner.id}`).set(asOwner).send({ role: 'ADMIN' }),
     env.http().patch(`/projects/${t.project.id}/members/${t.owner.id}`).set(asMember(t.admin, t.project.id)).send({ role: 'MEMBER' }),
     env.http().delete(`/projects/${t.project.id}/members/${t.owner.id}`).set(asMember(t.admin, t.project.id)),
@@ -88,6 +89,59 @@ test('nobody can be made OWNER, and the owner can be neither demoted nor removed
     [t.admin.id, 'ADMIN'],
     [t.member.id, 'MEMBER'],
   ]);
+});
+
+test('the owner hands ownership to a member: they become OWNER, the former owner ADMIN, at the next request', async () => {
+  const t = await team();
+  const handOver = await env
+    .http()
+    .patch(`/projects/${t.project.id}/members/${t.member.id}`)
+    .set(asMember(t.owner, t.project.id))
+    .send({ role: 'OWNER' });
+  expect(handOver.status).toBe(200);
+  expect(handOver.body).toMatchObject({ userId: t.member.id, role: 'OWNER' });
+  expect(await members(t)).toEqual([
+    [t.member.id, 'OWNER'],
+    [t.owner.id, 'ADMIN'],
+    [t.admin.id, 'ADMIN'],
+  ]);
+  // Owner-only actions follow the role: the former owner may no longer delete the project; nor hand it back.
+  const del = await env.http().delete(`/users/@me/projects/${t.project.id}`).set('Cookie', t.owner.cookie);
+  expect([del.status, del.body.error.code]).toEqual([403, 'FORBIDDEN']);
+  const back = await env
+    .http()
+    .patch(`/projects/${t.project.id}/members/${t.owner.id}`)
+    .set(asMember(t.owner, t.project.id))
+    .send({ role: 'OWNER' });
+  expect([back.status, back.body.error.code]).toEqual([403, 'OWNER_IMMUTABLE']);
+  // The new owner can hand it back; asking for what already is changes nothing.
+  const same = await env
+    .http()
+    .patch(`/projects/${t.project.id}/members/${t.member.id}`)
+    .set(asMember(t.member, t.project.id))
+    .send({ role: 'OWNER' });
+  expect(same.status).toBe(200);
+  expect((await members(t))[0]).toEqual([t.member.id, 'OWNER']);
+  // A non-member cannot be made owner.
+  const stranger = await createTestUser(env);
+  const missing = await env
+    .http()
+    .patch(`/projects/${t.project.id}/members/${stranger.id}`)
+    .set(asMember(t.member, t.project.id))
+    .send({ role: 'OWNER' });
+  expect(missing.status).toBe(404);
+});
+
+test('two concurrent hand-overs by the owner: the second finds the asker no longer owner (403), one owner at the end', async () => {
+  const t = await team();
+  const [a, b] = await Promise.all(
+    [t.admin.id, t.member.id].map((id) =>
+      env.http().patch(`/projects/${t.project.id}/members/${id}`).set(asMember(t.owner, t.project.id)).send({ role: 'OWNER' }),
+    ),
+  );
+  const statuses = [a!.status, b!.status].sort();
+  expect(statuses).toEqual([200, 403]);
+  expect((await members(t)).filter(([, role]) => role === 'OWNER')).toHaveLength(1);
 });
 
 test('roles change between ADMIN and MEMBER; the new role applies to the next request', async () => {

@@ -92,6 +92,13 @@ const ROWS: Row[] = [
     body: () => ({ role: 'ADMIN' }),
     expected: admins(200),
   },
+  {
+    action: 'hand ownership to another member',
+    method: 'patch',
+    path: (f) => `${members(f)}/${f.target.id}`,
+    body: () => ({ role: 'OWNER' }),
+    expected: { OWNER: 200, ADMIN: 'OWNER_IMMUTABLE', MEMBER: 'FORBIDDEN', 'non-member': DENIED, 'secret key': 'OWNER_IMMUTABLE' },
+  },
   { action: 'remove another member', method: 'delete', path: (f) => `${members(f)}/${f.target.id}`, expected: admins(204) },
   {
     action: 'leave the project (remove oneself)',

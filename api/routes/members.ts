@@ -1,12 +1,14 @@
 import { z } from 'zod';
-import { addMember, changeMemberRole, listMembers, removeMember } from '../../db/members';
-import type { AppDeps } from '../context';
+import { type Actor, addMember, changeMemberRole, listMembers, removeMember } from '../../db/members';
+import type { SessionUser } from '../../db/users';
+import type { AppDeps, AuthContext } from '../context';
 import type { RouteRegistry } from '../routing';
 import { addMemberBody, changeRoleBody, memberParams, memberSchema, projectIdParam } from '../schemas/accounts';
 
 /**
  * Members and roles. Any member (or the project's secret key) lists them; OWNER / ADMIN (the key
- * counts as ADMIN) add, re-role and remove; any member may remove themselves. The owner is fixed.
+ * counts as ADMIN) add, re-role and remove; any member may remove themselves. The owner stays
+ * until they hand ownership to another member.
  */
 export function registerMemberRoutes(api: RouteRegistry, _deps: AppDeps): void {
   const tag = 'Members';
@@ -42,14 +44,16 @@ export function registerMemberRoutes(api: RouteRegistry, _deps: AppDeps): void {
     method: 'patch',
     path: '/projects/:id/members/:userId',
     tag,
-    summary: "Change a member's role between ADMIN and MEMBER (OWNER or ADMIN); the owner's role is fixed",
+    summary:
+      "Change a member's role between ADMIN and MEMBER (OWNER or ADMIN); role OWNER, asked by the owner's session, hands ownership over (the former owner becomes ADMIN)",
     auth: 'secret',
     projectParam: 'id',
     role: 'ADMIN',
     params: memberParams,
     body: changeRoleBody,
     response: memberSchema,
-    handler: ({ scope, project, params, body }) => changeMemberRole(scope.em, project.id, params.userId, body.role),
+    handler: ({ scope, project, auth, user, params, body }) =>
+      changeMemberRole(scope.em, project.id, actorOf(auth, user), params.userId, body.role),
   });
 
   api.add({
@@ -61,9 +65,12 @@ export function registerMemberRoutes(api: RouteRegistry, _deps: AppDeps): void {
     projectParam: 'id',
     params: memberParams,
     handler: async ({ scope, project, auth, user, params }) => {
-      // A key has no user and counts as ADMIN; a session acts with its member role.
-      const actor = auth.via === 'session' ? { userId: user!.id, role: auth.role! } : { role: 'ADMIN' as const };
-      await removeMember(scope.em, project.id, actor, params.userId);
+      await removeMember(scope.em, project.id, actorOf(auth, user), params.userId);
     },
   });
+}
+
+/** A key has no user and counts as ADMIN; a session acts with its member role. */
+function actorOf(auth: AuthContext, user: SessionUser | undefined): Actor {
+  return auth.via === 'session' ? { userId: user!.id, role: auth.role! } : { role: 'ADMIN' };
 }

@@ -18,7 +18,9 @@ export const addMemberBody = z.object({
 });
 
 export const changeRoleBody = z.object({
-  role: role.describe('ADMIN or MEMBER; OWNER is refused (403 OWNER_IMMUTABLE)'),
+  role: role.describe(
+    "ADMIN or MEMBER; OWNER hands ownership over, and only the owner's session may ask it (403 OWNER_IMMUTABLE otherwise)",
+  ),
 });
 
 export const meSchema = z
