@@ -1,3 +1,5 @@
+import { createPrivateKey } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 
 const optionalString = z
@@ -44,6 +46,8 @@ const envSchema = z.object({
   DISABLE_SIGNUPS: boolFlag,
   NOTIFY_SECRET: optionalString.pipe(z.string().min(16, 'NOTIFY_SECRET must be at least 16 characters').optional()),
   SYSTEM_EMAIL_FROM: optionalString,
+  SYSTEM_DKIM_SELECTOR: optionalString.pipe(z.string().regex(/^[a-z0-9][a-z0-9-]*$/i, 'Must be a DNS label').optional()),
+  SYSTEM_DKIM_KEY_FILE: optionalString,
   VERIFY_TOKEN_TTL_MINUTES: z.coerce.number().int().min(1).default(24 * 60),
   RESET_TOKEN_TTL_MINUTES: z.coerce.number().int().min(1).default(60),
   LOGIN_ATTEMPTS_PER_MINUTE: z.coerce.number().int().min(1).default(10),
@@ -112,6 +116,8 @@ export type Config = {
   auth: {
     /** Sender of verification and password-reset mail. */
     systemFrom: string;
+    /** DKIM key that signs that mail, for the sender's domain; undefined: unsigned. */
+    systemDkim: { domain: string; selector: string; privateKeyPem: string } | undefined;
     verifyTokenTtlMinutes: number;
     resetTokenTtlMinutes: number;
     /** Login attempts per minute, counted per account and per client IP. */
@@ -151,6 +157,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       'Invalid configuration:\n  STRIPE_SECRET_KEY, STRIPE_WEBHOOK_SECRET and STRIPE_PRICE_ID are set together or not at all',
     );
   }
+  const systemFrom = e.SYSTEM_EMAIL_FROM ?? `Tidings <no-reply@${new URL(publicUrl).hostname}>`;
   return {
     nodeEnv: e.NODE_ENV,
     port: e.PORT,
@@ -183,7 +190,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     disableSignups: e.DISABLE_SIGNUPS,
     notifySecret: e.NOTIFY_SECRET,
     auth: {
-      systemFrom: e.SYSTEM_EMAIL_FROM ?? `Tidings <no-reply@${new URL(publicUrl).hostname}>`,
+      systemFrom,
+      systemDkim: systemDkim(e.SYSTEM_DKIM_SELECTOR, e.SYSTEM_DKIM_KEY_FILE, systemFrom),
       verifyTokenTtlMinutes: e.VERIFY_TOKEN_TTL_MINUTES,
       resetTokenTtlMinutes: e.RESET_TOKEN_TTL_MINUTES,
       loginAttemptsPerMinute: e.LOGIN_ATTEMPTS_PER_MINUTE,
@@ -208,4 +216,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         }
       : undefined,
   };
+}
+
+/** SYSTEM_DKIM_SELECTOR and SYSTEM_DKIM_KEY_FILE together: the key is read and checked here, once. */
+function systemDkim(selector: string | undefined, keyFile: string | undefined, systemFrom: string): Config['auth']['systemDkim'] {
+  if (!selector && !keyFile) return undefined;
+  if (!selector || !keyFile) throw new ConfigError('Invalid configuration:\n  SYSTEM_DKIM_SELECTOR and SYSTEM_DKIM_KEY_FILE are set together or not at all');
+  const domain = /@([^\s@>]+)>?\s*$/.exec(systemFrom)?.[1]?.toLowerCase();
+  if (!domain) throw new ConfigError(`Invalid configuration:\n  SYSTEM_EMAIL_FROM has no domain to sign for: ${systemFrom}`);
+  let privateKeyPem: string;
+  try {
+    privateKeyPem = readFileSync(keyFile, 'utf8');
+    if (createPrivateKey(privateKeyPem).asymmetricKeyType !== 'rsa') throw new Error('not an RSA key');
+  } catch (err) {
+    throw new ConfigError(`Invalid configuration:\n  SYSTEM_DKIM_KEY_FILE ${keyFile}: not a readable RSA private key in PEM (${(err as Error).message})`);
+  }
+  return { domain, selector, privateKeyPem };
 }

@@ -53,9 +53,10 @@ export function parseMailbox(value: string): Address {
 }
 
 /** The stored row as a message; its id is the Message-ID's local part, so a retry is recognisable. */
-export function systemMessage(email: SystemEmail, systemFrom: string): OutgoingMessage {
+export function systemMessage(email: SystemEmail, systemFrom: string, dkim?: OutgoingMessage['dkim']): OutgoingMessage {
   const from = parseMailbox(systemFrom);
   return {
+    ...(dkim ? { dkim } : {}),
     messageId: messageIdFor(email.id, from.address),
     from,
     to: { address: email.to },

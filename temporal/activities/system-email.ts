@@ -3,12 +3,15 @@ import type { Config } from '../../config';
 import type { Orm } from '../../db/orm';
 import { closeSystemEmail, loadSystemEmail } from '../../db/system-emails';
 import { systemMessage } from '../../mail/account-emails';
+import { dkimKeyObject } from '../../mail/dkim';
 import { type Mailer, SmtpError } from '../../mail/transport';
 
 export function createSystemEmailActivities({ orm, mailer, config }: { orm: Orm; mailer: Mailer; config: Pick<Config, 'auth'> }) {
+  const key = config.auth.systemDkim;
+  const dkim = key && { domainName: key.domain, keySelector: key.selector, privateKey: dkimKeyObject(key.privateKeyPem) };
   return {
     /**
-     * Hands one account email to the relay, from SYSTEM_EMAIL_FROM. Recording the send is a
+     * Hands one account email to the relay, from SYSTEM_EMAIL_FROM (DKIM-signed when configured). Recording the send is a
      * separate activity, so a failure to record it is retried without mailing the user twice.
      */
     async deliverSystemEmail(id: string): Promise<{ delivered: boolean }> {
@@ -22,7 +25,7 @@ export function createSystemEmailActivities({ orm, mailer, config }: { orm: Orm;
       if (email.sentAt) return { delivered: false };
       try {
         const beat = setInterval(() => Context.current().heartbeat(), 5_000);
-        await mailer.send(systemMessage(email, config.auth.systemFrom)).finally(() => clearInterval(beat));
+        await mailer.send(systemMessage(email, config.auth.systemFrom, dkim)).finally(() => clearInterval(beat));
         return { delivered: true };
       } catch (err) {
         if (err instanceof SmtpError && err.permanent) {
