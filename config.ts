@@ -51,6 +51,12 @@ const envSchema = z.object({
   VERIFY_TOKEN_TTL_MINUTES: z.coerce.number().int().min(1).default(24 * 60),
   RESET_TOKEN_TTL_MINUTES: z.coerce.number().int().min(1).default(60),
   LOGIN_ATTEMPTS_PER_MINUTE: z.coerce.number().int().min(1).default(10),
+  OAUTH_GITHUB_CLIENT_ID: optionalString,
+  OAUTH_GITHUB_CLIENT_SECRET: optionalString,
+  OAUTH_GITHUB_URL: optionalString.pipe(z.url().optional()),
+  OAUTH_GOOGLE_CLIENT_ID: optionalString,
+  OAUTH_GOOGLE_CLIENT_SECRET: optionalString,
+  OAUTH_GOOGLE_URL: optionalString.pipe(z.url().optional()),
   STRIPE_SECRET_KEY: optionalString,
   STRIPE_WEBHOOK_SECRET: optionalString,
   STRIPE_PRICE_ID: optionalString,
@@ -123,6 +129,8 @@ export type Config = {
     /** Login attempts per minute, counted per account and per client IP. */
     loginAttemptsPerMinute: number;
   };
+  /** Sign-in providers; each is on when its client id and secret are set. */
+  oauth: Record<'github' | 'google', { clientId: string; clientSecret: string; baseUrl: string | undefined } | undefined>;
   /** Undefined: billing is off (no payment provider); caps and consumption still work. */
   stripe: { secretKey: string; webhookSecret: string; priceId: string; apiUrl: string | undefined } | undefined;
   /** Undefined: uploads are kept under DATA_DIR/uploads and served by the API. */
@@ -196,6 +204,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       resetTokenTtlMinutes: e.RESET_TOKEN_TTL_MINUTES,
       loginAttemptsPerMinute: e.LOGIN_ATTEMPTS_PER_MINUTE,
     },
+    oauth: {
+      github: oauthClient('GITHUB', e.OAUTH_GITHUB_CLIENT_ID, e.OAUTH_GITHUB_CLIENT_SECRET, e.OAUTH_GITHUB_URL),
+      google: oauthClient('GOOGLE', e.OAUTH_GOOGLE_CLIENT_ID, e.OAUTH_GOOGLE_CLIENT_SECRET, e.OAUTH_GOOGLE_URL),
+    },
     stripe: e.STRIPE_SECRET_KEY
       ? {
           secretKey: e.STRIPE_SECRET_KEY,
@@ -232,4 +244,12 @@ function systemDkim(selector: string | undefined, keyFile: string | undefined, s
     throw new ConfigError(`Invalid configuration:\n  SYSTEM_DKIM_KEY_FILE ${keyFile}: not a readable RSA private key in PEM (${(err as Error).message})`);
   }
   return { domain, selector, privateKeyPem };
+}
+
+function oauthClient(name: string, clientId: string | undefined, clientSecret: string | undefined, baseUrl: string | undefined) {
+  if (!clientId && !clientSecret) return undefined;
+  if (!clientId || !clientSecret) {
+    throw new ConfigError(`Invalid configuration:\n  OAUTH_${name}_CLIENT_ID and OAUTH_${name}_CLIENT_SECRET are set together or not at all`);
+  }
+  return { clientId, clientSecret, baseUrl: baseUrl?.replace(/\/+$/, '') };
 }

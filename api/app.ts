@@ -9,6 +9,7 @@ import { registerActivityRoutes } from './routes/activity';
 import { registerAnalyticsRoutes } from './routes/analytics';
 import { registerBillingRoutes } from './routes/billing';
 import { registerAuthRoutes } from './routes/auth';
+import { registerOAuthRoutes } from './routes/oauth';
 import { registerBulkRoutes } from './routes/bulk';
 import { registerCampaignRoutes } from './routes/campaigns';
 import { registerConfigRoutes } from './routes/config';
@@ -87,6 +88,7 @@ export function createApp(deps: AppDeps): App {
   registerNotifyRoutes(registry, deps);
   registerUploadRoutes(registry, deps);
   registerAuthRoutes(registry, deps);
+  registerOAuthRoutes(registry, deps);
   registerUserRoutes(registry, deps);
   registerProjectRoutes(registry, deps);
   registerMemberRoutes(registry, deps);

@@ -10,6 +10,7 @@ import type { SessionUser } from '../db/users';
 import type { DnsLookup } from '../mail/dns';
 import type { ImageStorage } from '../storage/storage';
 import type { TemporalGateway } from '../temporal/client';
+import type { OAuthProvider, OAuthProviderId } from '../oauth/provider';
 
 /** What the API needs from the outside world; built once in server.ts (or by a test). */
 export interface AppDeps {
@@ -27,6 +28,8 @@ export interface AppDeps {
   payments: PaymentProvider | undefined;
   /** Where uploaded images are kept: local disk, or S3 when configured. */
   storage: ImageStorage;
+  /** Sign-in providers that are configured (none by default). */
+  oauth: Partial<Record<OAuthProviderId, OAuthProvider>>;
 }
 
 export interface AuthContext {

@@ -4,6 +4,7 @@ import type { Config } from '../config';
 import type { Orm } from '../db/orm';
 import { linkSigningSecret, sessionSigningSecret } from '../db/secrets';
 import type { DnsLookup } from '../mail/dns';
+import { oauthProvidersFromConfig } from '../oauth/from-config';
 import { imageStorageFromConfig } from '../storage/from-config';
 import type { TemporalGateway } from '../temporal/client';
 import type { AppDeps } from './context';
@@ -23,5 +24,6 @@ export async function buildAppDeps(parts: {
     sessionSecret: await sessionSigningSecret(em, parts.config.jwtSecret),
     payments: parts.config.stripe ? createStripeProvider(parts.config.stripe) : undefined,
     storage: imageStorageFromConfig(parts.config),
+    oauth: oauthProvidersFromConfig(parts.config),
   };
 }

@@ -42,7 +42,7 @@ export function clearSessionCookie(res: Response, config: Pick<Config, 'publicUr
   res.clearCookie(SESSION_COOKIE, cookieOptions(config));
 }
 
-function cookieValue(req: Request, name: string): string | undefined {
+export function cookieValue(req: Request, name: string): string | undefined {
   for (const part of (req.headers.cookie ?? '').split(';')) {
     const eq = part.indexOf('=');
     if (eq > 0 && part.slice(0, eq).trim() === name) return decodeURIComponent(part.slice(eq + 1).trim());

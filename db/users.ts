@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError, conflict } from '../errors';
 import { newId } from './ids';
@@ -99,6 +100,37 @@ export async function signUp(
     await queueTokenEmail(tx, mail, { id: row.id, email: row.email }, 'verify-email');
     return { session: toSessionUser(row), user: toAccountUser(row) };
   });
+}
+
+/**
+ * Signs in the account of the email a provider vouches for, creating it when there is none (and
+ * sign-ups are allowed). The provider verified the address, so the account counts as verified; an
+ * account created this way has a random password nobody knows, until a password reset sets one.
+ */
+export async function signInWithProvider(
+  em: EntityManager,
+  identity: { email: string; name: string | null },
+  opts: { allowSignup: boolean },
+): Promise<SignedIn & { created: boolean }> {
+  const existing = await queryOne<UserRow>(
+    em,
+    `update users set email_verified_at = coalesce(email_verified_at, now()) where email = ? returning ${USER_COLUMNS}`,
+    [identity.email],
+  );
+  if (existing) return { session: toSessionUser(existing), user: toAccountUser(existing), created: false };
+  if (!opts.allowSignup) {
+    throw new AppError(403, 'SIGNUPS_DISABLED', 'Sign-ups are disabled on this deployment, and no account uses this email', {
+      suggestion: 'Ask the operator for an account (DISABLE_SIGNUPS is set).',
+    });
+  }
+  const row = await queryOne<UserRow>(
+    em,
+    `insert into users (id, email, password_hash, name, email_verified_at) values (?, ?, ?, ?, now())
+     on conflict (email) do update set email_verified_at = coalesce(users.email_verified_at, now())
+     returning ${USER_COLUMNS}`,
+    [newId('usr'), identity.email, await hashPassword(randomBytes(32).toString('base64url')), identity.name],
+  );
+  return { session: toSessionUser(row!), user: toAccountUser(row!), created: true };
 }
 
 const invalidCredentials = () =>

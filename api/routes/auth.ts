@@ -3,6 +3,7 @@ import { decoyHash } from '../../db/passwords';
 import { logIn, requestPasswordReset, requestVerification, resetPassword, signUp, verifyEmail } from '../../db/users';
 import type { TokenMail } from '../../db/user-tokens';
 import { AppError } from '../../errors';
+import { OAUTH_PROVIDERS } from '../../oauth/provider';
 import { authPages } from '../auth-pages';
 import type { AppDeps } from '../context';
 import type { RouteRegistry } from '../routing';
@@ -89,10 +90,14 @@ export function registerAuthRoutes(api: RouteRegistry, deps: AppDeps): void {
     method: 'get',
     path: '/auth/oauth-config',
     tag: TAG,
-    summary: 'OAuth providers users can sign in with (none is implemented; the same as /config authProviders)',
+    summary: 'OAuth providers users can sign in with (GET /auth/oauth/:provider); the same as /config authProviders',
     auth: 'none',
     response: oauthConfigResponse,
-    handler: () => ({ providers: [], github: false, google: false }),
+    handler: () => ({
+      providers: OAUTH_PROVIDERS.filter((p) => deps.oauth[p] !== undefined),
+      github: deps.oauth.github !== undefined,
+      google: deps.oauth.google !== undefined,
+    }),
   });
 
   api.add({

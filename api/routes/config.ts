@@ -33,7 +33,7 @@ export function registerConfigRoutes(api: RouteRegistry, deps: AppDeps): void {
       features: {
         billing: { enabled: config.stripe !== undefined },
         storage: { objectStorage: config.s3 !== undefined },
-        authProviders: { github: false, google: false },
+        authProviders: { github: deps.oauth.github !== undefined, google: deps.oauth.google !== undefined },
         smtp: { enabled: config.smtpUrl !== undefined },
         signups: { enabled: !config.disableSignups },
       },

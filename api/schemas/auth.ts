@@ -38,7 +38,7 @@ export const requestResetBody = z.object({ email });
 export const acceptedResponse = z.object({ success: z.literal(true), message: z.string() });
 
 export const oauthConfigResponse = z.object({
-  providers: z.array(z.enum(['github', 'google'])).describe('Providers users can sign in with; none is implemented yet'),
+  providers: z.array(z.enum(['github', 'google'])).describe('Providers users can sign in with: the ones whose OAUTH_* client is configured'),
   github: z.boolean(),
   google: z.boolean(),
 });
