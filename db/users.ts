@@ -106,18 +106,29 @@ export async function signUp(
  * Signs in the account of the email a provider vouches for, creating it when there is none (and
  * sign-ups are allowed). The provider verified the address, so the account counts as verified; an
  * account created this way has a random password nobody knows, until a password reset sets one.
+ *
+ * An existing account nobody had verified may have been opened by someone else with this email
+ * (to be there when its owner arrives): its password is replaced by a random one and its sessions
+ * end, so only the owner, signed in through the provider, holds it from now on.
  */
 export async function signInWithProvider(
   em: EntityManager,
   identity: { email: string; name: string | null },
   opts: { allowSignup: boolean },
 ): Promise<SignedIn & { created: boolean }> {
-  const existing = await queryOne<UserRow>(
-    em,
-    `update users set email_verified_at = coalesce(email_verified_at, now()) where email = ? returning ${USER_COLUMNS}`,
-    [identity.email],
-  );
-  if (existing) return { session: toSessionUser(existing), user: toAccountUser(existing), created: false };
+  const found = await queryOne<UserRow>(em, `select ${USER_COLUMNS} from users where email = ?`, [identity.email]);
+  if (found?.verified) return { session: toSessionUser(found), user: toAccountUser(found), created: false };
+  if (found) {
+    const claimed = await queryOne<UserRow>(
+      em,
+      `update users set password_hash = ?, session_version = session_version + 1, email_verified_at = now()
+       where id = ? and email_verified_at is null returning ${USER_COLUMNS}`,
+      [await hashPassword(randomBytes(32).toString('base64url')), found.id],
+    );
+    // Verified meanwhile (its owner followed the emailed link): then it stays as it is.
+    const row = claimed ?? (await queryOne<UserRow>(em, `select ${USER_COLUMNS} from users where id = ?`, [found.id]))!;
+    return { session: toSessionUser(row), user: toAccountUser(row), created: false };
+  }
   if (!opts.allowSignup) {
     throw new AppError(403, 'SIGNUPS_DISABLED', 'Sign-ups are disabled on this deployment, and no account uses this email', {
       suggestion: 'Ask the operator for an account (DISABLE_SIGNUPS is set).',
@@ -126,11 +137,12 @@ export async function signInWithProvider(
   const row = await queryOne<UserRow>(
     em,
     `insert into users (id, email, password_hash, name, email_verified_at) values (?, ?, ?, ?, now())
-     on conflict (email) do update set email_verified_at = coalesce(users.email_verified_at, now())
-     returning ${USER_COLUMNS}`,
+     on conflict (email) do nothing returning ${USER_COLUMNS}`,
     [newId('usr'), identity.email, await hashPassword(randomBytes(32).toString('base64url')), identity.name],
   );
-  return { session: toSessionUser(row!), user: toAccountUser(row!), created: true };
+  // Signed up meanwhile: that account goes through the rules above.
+  if (!row) return signInWithProvider(em, identity, opts);
+  return { session: toSessionUser(row), user: toAccountUser(row), created: true };
 }
 
 const invalidCredentials = () =>

@@ -166,14 +166,24 @@ test('GitHub: a new verified email creates a verified account and signs it in; t
   expect(me2.body.id).toBe(me.body.id);
 });
 
-test('Google: signs in the existing password account of the same email, and marks it verified', async () => {
-  const user = await createTestUser(env, { email: 'has-password@example.org', verified: false });
+test('Google: signs in the verified password account of the same email; its password keeps working', async () => {
+  const user = await createTestUser(env, { email: 'has-password@example.org' });
   const { callback } = await signIn(env, 'google', { email: 'Has-Password@example.org', verified: true, name: 'Ignored' });
   expect(callback.status).toBe(302);
   const me = await env.http().get('/users/@me').set('Cookie', sessionCookieOf(callback)!.split(';')[0]!);
   expect(me.body).toMatchObject({ id: user.id, email: user.email, emailVerified: true });
-  // The password still works.
   expect((await env.http().post('/auth/login').send({ email: user.email, password: user.password })).status).toBe(200);
+  expect((await env.http().get('/users/@me').set('Cookie', user.cookie)).status).toBe(200);
+});
+
+test('an unverified account of that email (perhaps opened by someone else) is taken over: verified, its password and sessions void', async () => {
+  const squatter = await createTestUser(env, { email: 'victim@example.org', verified: false });
+  const { callback } = await signIn(env, 'google', { email: 'victim@example.org', verified: true, name: 'Victim' });
+  expect(callback.status).toBe(302);
+  const me = await env.http().get('/users/@me').set('Cookie', sessionCookieOf(callback)!.split(';')[0]!);
+  expect(me.body).toMatchObject({ id: squatter.id, emailVerified: true });
+  expect((await env.http().post('/auth/login').send({ email: squatter.email, password: squatter.password })).status).toBe(401);
+  expect((await env.http().get('/users/@me').set('Cookie', squatter.cookie)).status).toBe(401);
 });
 
 test('an email the provider has not verified signs nobody in, and creates nothing', async () => {
