@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type request from 'supertest';
+import { ConfigError, loadConfig } from '../config';
 import { queryOne } from '../db/sql';
 import { SESSION_COOKIE } from '../api/session';
 import { createTestUser } from './helpers/accounts';
@@ -240,4 +241,10 @@ test('with sign-ups disabled, only existing accounts sign in; a provider that is
   }
   const unknown = await strict.http().get('/auth/oauth/myspace');
   expect(unknown.status).toBe(422);
+});
+
+test('a client id without its secret (or the reverse) is a configuration error, not a provider half on', () => {
+  expect(() => loadConfig({ OAUTH_GITHUB_CLIENT_ID: CLIENT.id })).toThrow(/OAUTH_GITHUB_CLIENT_ID and OAUTH_GITHUB_CLIENT_SECRET are set together/);
+  expect(() => loadConfig({ OAUTH_GOOGLE_CLIENT_SECRET: CLIENT.secret })).toThrow(ConfigError);
+  expect(loadConfig({}).oauth).toEqual({ github: undefined, google: undefined });
 });
