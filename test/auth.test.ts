@@ -2,7 +2,11 @@ import { createHash, randomInt, randomUUID } from 'node:crypto';
 import { simpleParser } from 'mailparser';
 import type { Response } from 'supertest';
 import { isSessionRevoked, pruneRevokedSessions, revokeSession } from '../db/revoked-sessions';
+import { MockActivityEnvironment } from '@temporalio/testing';
 import { query, queryOne } from '../db/sql';
+import { insertSystemEmail } from '../db/system-emails';
+import { createSmtpMailer } from '../mail/transport';
+import { createSystemEmailActivities } from '../temporal/activities/system-email';
 import { SESSION_COOKIE } from '../api/session';
 import { workflowIds } from '../temporal/ids';
 import { addTestMember, asMember, createTestUser } from './helpers/accounts';
@@ -343,6 +347,23 @@ describe('login and logout', () => {
     const config = await env.http().get('/config');
     expect(config.body.features.authProviders).toEqual({ github: res.body.github, google: res.body.google });
   });
+});
+
+test('account mail is recorded sent inside the delivery attempt: a retried attempt mails nobody twice', async () => {
+  const id = await insertSystemEmail(env.orm.em.fork(), { to: 'retry-mail@auth.test', subject: 'Verify', text: 'link', html: '<p>link</p>' });
+  const mailer = createSmtpMailer(smtp.url);
+  try {
+    const { deliverSystemEmail } = createSystemEmailActivities({ orm: env.orm, mailer, config: env.deps.config });
+    expect(await new MockActivityEnvironment().run(deliverSystemEmail, id)).toEqual({ delivered: true, recorded: true });
+    const row = await queryOne<{ sent_at: Date | null; text_body: string }>(env.orm.em.fork(), 'select sent_at, text_body from system_emails where id = ?', [id]);
+    expect(row!.sent_at).not.toBeNull();
+    expect(row!.text_body).toBe('');
+    // The completion never reached Temporal (the worker died): the retry finds it sent.
+    expect(await new MockActivityEnvironment({ attempt: 2 }).run(deliverSystemEmail, id)).toEqual({ delivered: false });
+    expect(smtp.messages.filter((m) => m.envelope.to.includes('retry-mail@auth.test'))).toHaveLength(1);
+  } finally {
+    mailer.close();
+  }
 });
 
 describe('email verification', () => {

@@ -11,10 +11,11 @@ export function createSystemEmailActivities({ orm, mailer, config }: { orm: Orm;
   const dkim = key && { domainName: key.domain, keySelector: key.selector, privateKey: dkimKeyObject(key.privateKeyPem) };
   return {
     /**
-     * Hands one account email to the relay, from SYSTEM_EMAIL_FROM (DKIM-signed when configured). Recording the send is a
-     * separate activity, so a failure to record it is retried without mailing the user twice.
+     * Hands one account email to the relay, from SYSTEM_EMAIL_FROM (DKIM-signed when configured),
+     * then records it at once, as deliverEmail does: a retried attempt finds it sent. When recording
+     * fails here, the workflow retries it with recordSystemEmailSent without mailing the user twice.
      */
-    async deliverSystemEmail(id: string): Promise<{ delivered: boolean }> {
+    async deliverSystemEmail(id: string): Promise<{ delivered: boolean; recorded?: boolean }> {
       const em = orm.em.fork();
       const email = await loadSystemEmail(em, id);
       if (!email) {
@@ -26,7 +27,6 @@ export function createSystemEmailActivities({ orm, mailer, config }: { orm: Orm;
       try {
         const beat = setInterval(() => Context.current().heartbeat(), 5_000);
         await mailer.send(systemMessage(email, config.auth.systemFrom, dkim)).finally(() => clearInterval(beat));
-        return { delivered: true };
       } catch (err) {
         if (err instanceof SmtpError && err.permanent) {
           // Never deliverable: the link it carries goes too.
@@ -35,6 +35,14 @@ export function createSystemEmailActivities({ orm, mailer, config }: { orm: Orm;
         }
         throw err;
       }
+      const recorded = await closeSystemEmail(em, id, true).then(
+        () => true,
+        (err: unknown) => {
+          Context.current().log.warn('Recording a sent account email failed; the workflow retries it', { id, error: String(err) });
+          return false;
+        },
+      );
+      return { delivered: true, recorded };
     },
 
     async recordSystemEmailSent(id: string): Promise<void> {

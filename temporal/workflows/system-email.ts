@@ -16,5 +16,5 @@ export async function sendSystemEmail(input: SystemEmailInput): Promise<void> {
     retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
   });
   const outcome = await deliverSystemEmail(input.systemEmailId);
-  if (outcome.delivered) await recordSystemEmailSent(input.systemEmailId);
+  if (outcome.delivered && !outcome.recorded) await recordSystemEmailSent(input.systemEmailId);
 }
