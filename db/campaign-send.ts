@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { StoredEmail } from '../mail/compose';
 import { allowance, refuseOverLimit } from './billing';
-import { audienceSql, type CampaignStatus, type CampaignType } from './campaigns';
+import { audienceSql, type CampaignRow, type CampaignStatus, type CampaignType } from './campaigns';
 import type { ContactDto } from './contacts';
 import type { JsonValue } from './entities/contact';
 import { newId } from './ids';
@@ -80,16 +80,11 @@ export interface SendingCampaign {
 }
 
 export async function loadSendingCampaign(em: EntityManager, campaignId: string): Promise<SendingCampaign | undefined> {
-  const row = await queryOne<{
-    project_id: string;
-    status: CampaignStatus;
-    subject: string;
-    body: string;
-    from_email: string;
-    from_name: string | null;
-    reply_to: string | null;
-    type: CampaignType;
-  }>(em, 'select project_id, status, subject, body, from_email, from_name, reply_to, type from campaigns where id = ?', [campaignId]);
+  const row = await queryOne<Pick<CampaignRow, 'project_id' | 'status' | 'subject' | 'body' | 'from_email' | 'from_name' | 'reply_to' | 'type'>>(
+    em,
+    'select project_id, status, subject, body, from_email, from_name, reply_to, type from campaigns where id = ?',
+    [campaignId],
+  );
   return (
     row && {
       projectId: row.project_id,

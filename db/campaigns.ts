@@ -71,7 +71,8 @@ export interface CampaignInput {
   segmentId?: string | null;
 }
 
-interface CampaignRow {
+/** A campaigns row as the driver returns it. */
+export interface CampaignRow {
   id: string;
   project_id: string;
   name: string;
