@@ -25,7 +25,7 @@ import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import type { SmtpMessage } from '../test/helpers/smtp';
 import { BENCH_RATE_LIMIT, headersOf, startStack, Teardown, verifiedDomain, type Interruption, runBench } from './harness';
-import { closedLoop, environmentLine, log, percentile, positiveInt } from './support';
+import { closedLoop, environmentLine, log, percentile, positiveInt, RequestTally } from './support';
 
 const LOG_LEVEL = 'warn';
 const DOMAIN = 'bench-send.test';
@@ -75,11 +75,8 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
   log(`domain ${DOMAIN} verified; sending ${opts.n} emails in ${requests} requests with ${opts.concurrency} clients`);
 
   // The load. Latencies are per request; every email id the API returns is expected at the sink.
-  const latencies = new Float64Array(requests);
+  const tally = new RequestTally(requests);
   const expected = new Set<string>();
-  const statuses = new Map<string, number>();
-  const firstErrors: string[] = [];
-  let done = 0;
   let lastOk = 0;
   const loadBefore = os.loadavg()[0]!;
   const cpuBefore = process.cpuUsage();
@@ -96,22 +93,12 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
   teardown.add(async () => clearInterval(progress));
   await closedLoop(requests, opts.concurrency, async (i) => {
     if (stop.interrupted) return;
-    const t0 = performance.now();
-    let status: string;
-    try {
-      const res = await client.request('POST', '/v1/send', sendBody(i, opts.n, opts.perRequest));
-      status = String(res.status);
-      if (res.status === 200) {
-        lastOk = performance.now();
-        for (const e of (res.body as { data: { emails: { email: string }[] } }).data.emails) expected.add(e.email);
-        accepted = expected.size;
-      } else if (firstErrors.length < 5) firstErrors.push(`${res.status} ${res.text.slice(0, 300)}`);
-    } catch (err) {
-      status = `network: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`;
-      if (firstErrors.length < 5) firstErrors.push((err as Error).message);
+    const res = await tally.request(() => client.request('POST', '/v1/send', sendBody(i, opts.n, opts.perRequest)));
+    if (res) {
+      lastOk = performance.now();
+      for (const e of (res.body as { data: { emails: { email: string }[] } }).data.emails) expected.add(e.email);
+      accepted = expected.size;
     }
-    latencies[done++] = performance.now() - t0;
-    statuses.set(status, (statuses.get(status) ?? 0) + 1);
   });
   const acceptedS = (lastOk - start) / 1000;
   log(`${expected.size} emails accepted in ${acceptedS.toFixed(1)} s; waiting for the sink`);
@@ -157,28 +144,28 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
   const sent = rows.get('SENT') ?? 0;
   const totalRows = [...rows.values()].reduce((a, b) => a + b, 0);
   // Requests never sent because of Ctrl-C are not errors; the check fails on them anyway.
-  const errors = done - (statuses.get('200') ?? 0);
+  const errors = tally.done - tally.ok;
   const checkOk =
     !stop.interrupted && errors === 0 && expected.size === opts.n && once === opts.n && duplicated === 0 && unexpected === 0 &&
     unsigned === 0 && sink.messages.length === opts.n && sent === opts.n && totalRows === opts.n;
 
-  const sorted = Float64Array.from(latencies.subarray(0, done)).sort();
+  const sorted = Float64Array.from(tally.latencies.subarray(0, tally.done)).sort();
   const ms = (v: number) => `${v.toFixed(1)} ms`;
   const rate = (count: number, s: number) => (count / s).toFixed(0);
   const lines = [
     '',
-    `Tidings send bench: POST /v1/send, N=${opts.n} emails in ${requests} requests (${opts.perRequest} recipient(s) each), concurrency ${opts.concurrency} keep-alive clients${stop.interrupted ? ` (interrupted after ${done} requests)` : ''}`,
+    `Tidings send bench: POST /v1/send, N=${opts.n} emails in ${requests} requests (${opts.perRequest} recipient(s) each), concurrency ${opts.concurrency} keep-alive clients${stop.interrupted ? ` (interrupted after ${tally.done} requests)` : ''}`,
     `  environment   ${environmentLine(db.serverVersion)}`,
     `  load average  ${loadBefore.toFixed(1)} before, ${os.loadavg()[0]!.toFixed(1)} after (1-minute; other work on the machine skews the figures)`,
     `  setup         one Node process runs the load generator, the API (createApp, LOG_LEVEL=${LOG_LEVEL}), the Temporal worker (default options), the DNS server and the SMTP sink;`,
     `                PostgreSQL and the Temporal dev server (in-memory, headless) are separate processes on the same machine`,
     `  rate limit    RATE_LIMIT_PER_MINUTE raised to ${BENCH_RATE_LIMIT} (default 1000): the limiter still counts every request but never throttles`,
     `  message       DKIM-signed (RSA-2048) HTML rendered per recipient from subject "${SUBJECT}" and body "${BODY}"`,
-    `  accepted      ${expected.size} emails in ${acceptedS.toFixed(2)} s: ${rate(expected.size, acceptedS)} emails/s, ${rate(statuses.get('200') ?? 0, acceptedS)} requests/s at the API (until the last 200)`,
+    `  accepted      ${expected.size} emails in ${acceptedS.toFixed(2)} s: ${rate(expected.size, acceptedS)} emails/s, ${rate(tally.ok, acceptedS)} requests/s at the API (until the last 200)`,
     `  latency       p50 ${ms(percentile(sorted, 50))}   p95 ${ms(percentile(sorted, 95))}   p99 ${ms(percentile(sorted, 99))}   max ${ms(sorted[sorted.length - 1] ?? NaN)}`,
     `  delivered     ${arrived ? `${expected.size} emails in ${deliveredS.toFixed(2)} s: ${rate(expected.size, deliveredS)} emails/s at the sink (first request to last message)` : `only ${sink.messages.length} of ${expected.size} arrived`}`,
     `  cpu           this process (load generator, API, worker, sink) used ${cpuS.toFixed(1)} CPU-s until the last delivery: ${((1000 * cpuS) / Math.max(1, expected.size)).toFixed(1)} ms per email`,
-    `  errors        ${errors}${statuses.size > 1 ? ` (${[...statuses].map(([k, v]) => `${k}: ${v}`).join(', ')})` : ''}${firstErrors.map((e) => `\n                ${e}`).join('')}`,
+    `  errors        ${errors}${tally.errorDetail()}`,
     `  check         ${checkOk ? 'OK' : 'FAILED'}: ${once}/${opts.n} emails at the sink exactly once by Message-ID (${duplicated} duplicated, ${unexpected} unexpected, ${unsigned} not signed for ${DOMAIN}); ${sent}/${opts.n} emails rows SENT (${[...rows].map(([k, v]) => `${k} ${v}`).join(', ')})`,
     '',
   ];

@@ -58,6 +58,51 @@ export interface JsonResponse {
   text: string;
 }
 
+/** A closed loop's bookkeeping: per-request latency, answers by status, and the first few errors. */
+export class RequestTally {
+  readonly latencies: Float64Array;
+  readonly statuses = new Map<string, number>();
+  readonly firstErrors: string[] = [];
+  done = 0;
+
+  constructor(n: number) {
+    this.latencies = new Float64Array(n);
+  }
+
+  /** Times one request; the response when it answered 200, otherwise undefined (and why is kept). */
+  async request(send: () => Promise<JsonResponse>): Promise<JsonResponse | undefined> {
+    const t0 = performance.now();
+    let status: string;
+    let ok: JsonResponse | undefined;
+    try {
+      const res = await send();
+      status = String(res.status);
+      if (res.status === 200) ok = res;
+      else this.keepError(`${res.status} ${res.text.slice(0, 300)}`);
+    } catch (err) {
+      status = `network: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`;
+      this.keepError((err as Error).message);
+    }
+    this.latencies[this.done++] = performance.now() - t0;
+    this.statuses.set(status, (this.statuses.get(status) ?? 0) + 1);
+    return ok;
+  }
+
+  get ok(): number {
+    return this.statuses.get('200') ?? 0;
+  }
+
+  /** The statuses other than 200 and the first errors, for the report's errors line. */
+  errorDetail(): string {
+    const byStatus = this.statuses.size > 1 ? ` (${[...this.statuses].map(([k, v]) => `${k}: ${v}`).join(', ')})` : '';
+    return `${byStatus}${this.firstErrors.map((e) => `\n                ${e}`).join('')}`;
+  }
+
+  private keepError(message: string): void {
+    if (this.firstErrors.length < 5) this.firstErrors.push(message);
+  }
+}
+
 /**
  * Requests over at most `maxSockets` kept-alive connections, the way a real client library talks
  * to the API (node's fetch pools too, but its pool is not sized by us).

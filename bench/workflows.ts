@@ -38,7 +38,7 @@ import type { JourneyInput } from '../temporal/workflows';
 import { workflowIds } from '../temporal/ids';
 import { ContactIdKey, ProjectIdKey, TidingsWorkflowIdKey } from '../temporal/search-attributes';
 import { BENCH_RATE_LIMIT, cpuSnapshot, headersOf, type Stack, startStack, Teardown, verifiedDomain, type Interruption, runBench } from './harness';
-import { closedLoop, environmentLine, type JsonResponse, log, percentile, positiveInt } from './support';
+import { closedLoop, environmentLine, type JsonResponse, log, percentile, positiveInt, RequestTally } from './support';
 
 const DOMAIN = 'bench-workflows.test';
 const EVENT = 'signup';
@@ -285,11 +285,7 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
   };
 
   // The load: request i tracks `signup` for user<i>, a new contact.
-  const latencies = new Float64Array(opts.n);
-  const statuses = new Map<string, number>();
-  const firstErrors: string[] = [];
-  let done = 0;
-  let ok = 0;
+  const tally = new RequestTally(opts.n);
   let lastOk = 0;
   const counts = async () =>
     (
@@ -315,7 +311,7 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
     busy = true;
     counts()
       .then((c) => {
-        const now = { tracked: ok, started: c.started, finished: c.finished, delivered: sink.messages.length };
+        const now = { tracked: tally.ok, started: c.started, finished: c.finished, delivered: sink.messages.length };
         const d = (k: keyof typeof now) => `${now[k]} (+${((now[k] - last[k]) / 5).toFixed(0)}/s)`;
         log(`${((performance.now() - start) / 1000).toFixed(0)} s: tracked ${d('tracked')}, executions started ${d('started')}, finished ${d('finished')}, emails delivered ${d('delivered')}`);
         last = now;
@@ -327,30 +323,19 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
 
   await closedLoop(opts.n, opts.concurrency, async (i) => {
     if (stop.interrupted) return;
-    const t0 = performance.now();
-    let status: string;
-    try {
-      const res = await client.request('POST', '/v1/track', { email: `user${i}@bench.example.org`, event: EVENT, data: { plan: PLANS[i % PLANS.length] } });
-      status = String(res.status);
-      if (res.status === 200) {
-        ok++;
-        lastOk = performance.now();
-      } else if (firstErrors.length < 5) firstErrors.push(`${res.status} ${res.text.slice(0, 300)}`);
-    } catch (err) {
-      status = `network: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`;
-      if (firstErrors.length < 5) firstErrors.push((err as Error).message);
-    }
-    latencies[done++] = performance.now() - t0;
-    statuses.set(status, (statuses.get(status) ?? 0) + 1);
+    const res = await tally.request(() =>
+      client.request('POST', '/v1/track', { email: `user${i}@bench.example.org`, event: EVENT, data: { plan: PLANS[i % PLANS.length] } }),
+    );
+    if (res) lastOk = performance.now();
   });
   const trackedS = (lastOk - start) / 1000;
-  log(`${ok} events tracked in ${trackedS.toFixed(1)} s; waiting for the executions and the sink`);
+  log(`${tally.ok} events tracked in ${trackedS.toFixed(1)} s; waiting for the executions and the sink`);
 
   // Until every execution has ended and 2 emails per execution are at the sink (or a minute without progress).
   let c = await counts();
   let seen = '';
   let lastProgress = Date.now();
-  while (!stop.interrupted && (c.finished < c.started || c.started < ok || sink.messages.length < 2 * c.started) && Date.now() - lastProgress < 60_000) {
+  while (!stop.interrupted && (c.finished < c.started || c.started < tally.ok || sink.messages.length < 2 * c.started) && Date.now() - lastProgress < 60_000) {
     await new Promise((r) => setTimeout(r, 200));
     c = await counts();
     const now = `${c.started}/${c.finished}/${sink.messages.length}`;
@@ -425,9 +410,9 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
   let contactsWithTwo = 0;
   for (let i = 0; i < opts.n; i++) if (perRecipient.get(`user${i}@bench.example.org`) === 2) contactsWithTwo++;
   const completed = byStatus.get('COMPLETED') ?? 0;
-  const errors = opts.n - (statuses.get('200') ?? 0);
+  const errors = opts.n - tally.ok;
   const checks = [
-    [errors === 0, `${statuses.get('200') ?? 0}/${opts.n} tracks answered 200`],
+    [errors === 0, `${tally.ok}/${opts.n} tracks answered 200`],
     [executions.length === opts.n, `${executions.length}/${opts.n} executions`],
     [completed === opts.n, `${completed}/${opts.n} COMPLETED (${[...byStatus].map(([k, v]) => `${k} ${v}`).join(', ') || 'none'})`],
     [wellFormed === opts.n, `${wellFormed}/${opts.n} with steps SEND_EMAIL, DELAY, SEND_EMAIL all COMPLETED`],
@@ -515,18 +500,18 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
     `  rate limit    RATE_LIMIT_PER_MINUTE raised to ${BENCH_RATE_LIMIT} (default 1000): the limiter still counts every request but never throttles`,
     `  workflow      trigger ${EVENT} → SEND_EMAIL "${TEMPLATES.welcome.subject}" → DELAY ${DELAY.amount} ${DELAY.unit} → SEND_EMAIL "${TEMPLATES.followUp.subject}"; DKIM-signed (RSA-2048)`,
     `  time scale    JOURNEY_TIME_SCALE=${stack.config.journeyTimeScale}: the ${DELAY.amount}-minute DELAY lasts ${DELAY_MS * stack.config.journeyTimeScale} ms`,
-    `  tracked       ${ok} events in ${secs(trackedS)}: ${perSec(ok, trackedS)} tracks/s at the API (first request to last 200)`,
-    `  latency       ${dist(latencies.subarray(0, done))}`,
+    `  tracked       ${tally.ok} events in ${secs(trackedS)}: ${perSec(tally.ok, trackedS)} tracks/s at the API (first request to last 200)`,
+    `  latency       ${dist(tally.latencies.subarray(0, tally.done))}`,
     `  started       ${executions.length} executions by ${secs(startedS)}: ${perSec(executions.length, startedS)} executions started/s (first request to the last started_at)`,
     `  completed     ${finishedTimes.length} executions by ${secs(finishedS)}: ${perSec(finishedTimes.length, finishedS)} executions completed/s (first request to the last finished_at);` +
       ` first finished at ${secs((firstFinished - wallStart) / 1000)}, ${perSec(finishedTimes.length - 1, (lastFinished - firstFinished) / 1000)}/s from the first to the last`,
     `  delivered     ${sink.messages.length} emails by ${secs(deliveredS)}: ${perSec(sink.messages.length, deliveredS)} emails/s at the sink (first request to last message)`,
     `  duration      one execution, started_at → finished_at: ${dist(durations)}`,
-    `  errors        ${errors}${statuses.size > 1 ? ` (${[...statuses].map(([k, v]) => `${k}: ${v}`).join(', ')})` : ''}${firstErrors.map((e) => `\n                ${e}`).join('')}`,
+    `  errors        ${errors}${tally.errorDetail()}`,
     `  check         ${checkOk ? 'OK' : 'FAILED'}: ${checks.map(([pass, text]) => `${pass ? '' : '✗ '}${text}`).join('; ')}`,
     '',
     'Where the time goes',
-    `  Temporal starts   ${startLatencies.length} journey starts by the API (${startsFailed} failed), each ${dist(startLatencies)}; mean track ${ms(mean(latencies.subarray(0, done)))}, of it ${ms(mean(startLatencies))} the start`,
+    `  Temporal starts   ${startLatencies.length} journey starts by the API (${startsFailed} failed), each ${dist(startLatencies)}; mean track ${ms(mean(tally.latencies.subarray(0, tally.done)))}, of it ${ms(mean(startLatencies))} the start`,
     probe
       ? `                    server alone, after the run: ${opts.probeStarts} starts of the same input (no worker polling, ${opts.concurrency} concurrent, ${probe.failed} failed) in ${secs(probe.seconds)}: ${perSec(opts.probeStarts, probe.seconds)} starts/s, each ${dist(probe.latencies)}`
       : `                    (no start probe)`,
