@@ -29,6 +29,7 @@ const envSchema = z.object({
   TEMPORAL_CLI_PATH: optionalString,
   TEMPORAL_DEV_PORT: z.coerce.number().int().min(1).max(65535).default(7233),
   TEMPORAL_UI_PORT: z.coerce.number().int().min(1).max(65535).default(8233),
+  TEMPORAL_UI_URL: optionalString.pipe(z.url().optional()),
   SMTP_URL: optionalString,
   DNS_SERVERS: optionalString.transform((v) =>
     v === undefined ? [] : v.split(',').map((s) => s.trim()).filter(Boolean),
@@ -88,9 +89,16 @@ export type Config = {
     /** Port of the local dev server started when no address is configured. */
     devPort: number;
     uiPort: number;
+    /** Where a browser reaches the Temporal Web UI; default: the local dev server's, unknown with TEMPORAL_ADDRESS. */
+    uiUrl: string | undefined;
   };
   /** Undefined: mail is written to DATA_DIR/outbox as .eml files instead of being sent. */
   smtpUrl: string | undefined;
+  /**
+   * No SMTP_URL: nothing leaves the machine, so a registered domain counts as verified for sending
+   * (still DKIM-signed with its own key) and the outbox can be browsed at /outbox.
+   */
+  outbox: boolean;
   /** Longest pause between delivery attempts while the relay refuses or is unreachable. */
   sendRetryMaxIntervalSeconds: number;
   dnsServers: string[];
@@ -180,8 +188,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       cliPath: e.TEMPORAL_CLI_PATH,
       devPort: e.TEMPORAL_DEV_PORT,
       uiPort: e.TEMPORAL_UI_PORT,
+      uiUrl: (e.TEMPORAL_UI_URL ?? (e.TEMPORAL_ADDRESS ? undefined : `http://localhost:${e.TEMPORAL_UI_PORT}`))?.replace(/\/+$/, ''),
     },
     smtpUrl: e.SMTP_URL,
+    outbox: e.SMTP_URL === undefined,
     sendRetryMaxIntervalSeconds: e.SEND_RETRY_MAX_INTERVAL_SECONDS,
     dnsServers: e.DNS_SERVERS,
     domainCheck: {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import express, { type Express } from 'express';
 import { pinoHttp } from 'pino-http';
+import { httpLogSerializers } from '../logger';
 import type { AppDeps } from './context';
 import { authenticate, requestScope } from './middleware/auth';
 import { errorHandler, notFoundHandler } from './middleware/errors';
@@ -15,13 +16,16 @@ import { registerCampaignRoutes } from './routes/campaigns';
 import { registerConfigRoutes } from './routes/config';
 import { registerContactRoutes } from './routes/contacts';
 import { registerDomainRoutes } from './routes/domains';
+import { registerEmailRoutes } from './routes/emails';
 import { registerEventRoutes } from './routes/events';
 import { registerExecutionRoutes } from './routes/executions';
 import { registerFieldRoutes } from './routes/fields';
 import { registerImportRoutes } from './routes/imports';
+import { registerLandingRoutes } from './routes/landing';
 import { registerMemberRoutes } from './routes/members';
 import { registerMetaRoutes } from './routes/meta';
 import { registerNotifyRoutes } from './routes/notify';
+import { registerOutboxRoutes } from './routes/outbox';
 import { registerProjectRoutes } from './routes/projects';
 import { registerPublicRoutes } from './routes/public';
 import { registerSegmentRoutes } from './routes/segments';
@@ -50,6 +54,9 @@ export function createApp(deps: AppDeps): App {
   app.use(
     pinoHttp({
       logger: deps.logger,
+      // Unwrapped: ours read the raw request (pino-http's would log its query and URL verbatim).
+      serializers: httpLogSerializers,
+      wrapSerializers: false,
       genReqId: (req, res) => {
         const incoming = req.headers['x-request-id'];
         const id = typeof incoming === 'string' && UUID.test(incoming) ? incoming : randomUUID();
@@ -77,6 +84,7 @@ export function createApp(deps: AppDeps): App {
   registerActivityRoutes(registry, deps);
   registerAnalyticsRoutes(registry, deps);
   registerDomainRoutes(registry, deps);
+  registerEmailRoutes(registry, deps);
   registerTemplateRoutes(registry, deps);
   registerSegmentRoutes(registry, deps);
   registerCampaignRoutes(registry, deps);
@@ -94,6 +102,8 @@ export function createApp(deps: AppDeps): App {
   registerMemberRoutes(registry, deps);
   registerBillingRoutes(registry, deps);
   registerConfigRoutes(registry, deps);
+  registerOutboxRoutes(registry, deps);
+  registerLandingRoutes(registry, deps);
   registerMetaRoutes(registry, deps, VERSION);
 
   app.use(registry.router);

@@ -1,41 +1,62 @@
-import { escapeHtml } from '../mail/html';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Response } from 'express';
 
-type JsonSchema = Record<string, unknown>;
+/**
+ * The reference at /docs: Swagger UI from the installed `swagger-ui-dist` package, never a CDN, so
+ * it works offline and always matches the package the lock file pins.
+ */
+const SWAGGER_UI_DIR = path.dirname(require.resolve('swagger-ui-dist/package.json'));
+const SWAGGER_UI_VERSION = (JSON.parse(readFileSync(path.join(SWAGGER_UI_DIR, 'package.json'), 'utf8')) as { version: string }).version;
 
-const block = (title: string, value: unknown) =>
-  `<details><summary>${escapeHtml(title)}</summary><pre>${escapeHtml(JSON.stringify(value, null, 2))}</pre></details>`;
+/** The files the page loads; nothing else in the package directory is served. */
+export const DOCS_ASSETS = ['swagger-ui-bundle.js', 'swagger-ui.css', 'favicon-32x32.png'] as const;
 
-/** A self-contained reference page (no CDN): the service must document itself offline too. */
-export function renderDocsPage(doc: JsonSchema): string {
-  const paths = doc.paths as Record<string, Record<string, JsonSchema>>;
-  const byTag = new Map<string, string[]>();
-  for (const [path, ops] of Object.entries(paths)) {
-    for (const [method, op] of Object.entries(ops)) {
-      const tag = (op.tags as string[])[0] ?? 'Other';
-      const auth = (op.security as unknown[]).length === 0 ? 'no auth' : JSON.stringify(op.security).includes('publicKey') ? 'secret or public key' : 'secret key';
-      const params = op.parameters as JsonSchema[];
-      const parts = [
-        `<h3 id="${escapeHtml(String(op.operationId))}"><span class="m ${method}">${method.toUpperCase()}</span> <code>${escapeHtml(path)}</code></h3>`,
-        `<p>${escapeHtml(String(op.summary))} <em>(${auth})</em></p>`,
-        params.length ? block('Parameters', params) : '',
-        op.requestBody ? block('Request body', (op.requestBody as JsonSchema).content) : '',
-        block('Responses', op.responses),
-      ];
-      (byTag.get(tag) ?? byTag.set(tag, []).get(tag)!).push(`<section>${parts.join('\n')}</section>`);
-    }
-  }
-  const info = doc.info as { title: string; version: string; description: string };
-  const toc = [...byTag.keys()].map((t) => `<li><a href="#tag-${escapeHtml(t)}">${escapeHtml(t)}</a></li>`).join('');
-  const body = [...byTag.entries()]
-    .map(([tag, sections]) => `<h2 id="tag-${escapeHtml(tag)}">${escapeHtml(tag)}</h2>${sections.join('\n')}`)
-    .join('\n');
-  return `<!doctype html><html><head><meta charset="utf-8"><title>${escapeHtml(info.title)} reference</title>
-<style>body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}
-code,pre{font-family:ui-monospace,monospace}pre{background:#f5f5f5;padding:.75rem;overflow:auto}
-.m{display:inline-block;min-width:4.5rem;font-size:.8rem;padding:.1rem .4rem;border-radius:3px;color:#fff;background:#555}
-.get{background:#2b6cb0}.post{background:#2f855a}.patch,.put{background:#b7791f}.delete{background:#c53030}
-section{border-top:1px solid #ddd;padding:.5rem 0}</style></head><body>
-<h1>${escapeHtml(info.title)} <small>${escapeHtml(info.version)}</small></h1><p>${escapeHtml(info.description)}</p>
-<p>Machine-readable: <a href="/openapi.json">/openapi.json</a> (OpenAPI 3.1). Errors use the envelope in <code>components.schemas.Error</code>.</p>
-<ul>${toc}</ul>${body}</body></html>`;
+const isAsset = (file: string): file is (typeof DOCS_ASSETS)[number] => (DOCS_ASSETS as readonly string[]).includes(file);
+
+// The package version in the URL makes each file's content fixed for its URL, so it may be cached for good.
+const assetUrl = (file: (typeof DOCS_ASSETS)[number]) => `/docs/assets/${file}?v=${SWAGGER_UI_VERSION}`;
+
+/** Sends one of DOCS_ASSETS (false: not one of them), cacheable for a year. */
+export function sendDocsAsset(res: Response, file: string): Promise<boolean> {
+  if (!isAsset(file)) return Promise.resolve(false);
+  return new Promise((resolve, reject) => {
+    res.sendFile(path.join(SWAGGER_UI_DIR, file), { maxAge: '365d', immutable: true }, (err) => {
+      if (!err || res.headersSent) resolve(true);
+      else reject(err);
+    });
+  });
+}
+
+/** The page: Swagger UI pointed at /openapi.json. Its init has to be an inline script. */
+export function renderDocsPage(): string {
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Tidings API reference</title>
+<link rel="icon" type="image/png" href="${assetUrl('favicon-32x32.png')}">
+<link rel="stylesheet" href="${assetUrl('swagger-ui.css')}">
+<style>body{margin:0}</style>
+</head>
+<body>
+<noscript><p>This reference needs JavaScript. The API is described in <a href="/openapi.json">/openapi.json</a> (OpenAPI 3.1).</p></noscript>
+<div id="swagger-ui"></div>
+<script src="${assetUrl('swagger-ui-bundle.js')}"></script>
+<script>
+window.ui = SwaggerUIBundle({
+  url: '/openapi.json',
+  dom_id: '#swagger-ui',
+  deepLinking: true,
+  filter: true,
+  displayRequestDuration: true,
+  defaultModelsExpandDepth: 0,
+  // The default would send the document to validator.swagger.io for a badge.
+  validatorUrl: null,
+});
+</script>
+</body>
+</html>
+`;
 }

@@ -14,22 +14,35 @@ const button = (action: string, label: string) =>
  */
 const target = (kind: 'unsubscribe' | 'subscribe' | 'manage', token: string) => `../${kind}/${token}`;
 
+/** Who the page is about: the contact's address, its state, and the project whose mail it is. */
+export interface PageSubject {
+  email: string;
+  subscribed: boolean;
+  projectName: string;
+}
+
 export const subscriptionPages = {
-  confirmUnsubscribe: (email: string, token: string) =>
-    page('Unsubscribe', `<p>Stop sending email to <strong>${escapeHtml(email)}</strong>?</p>${button(target('unsubscribe', token), 'Unsubscribe')}`),
-  confirmSubscribe: (email: string, token: string) =>
-    page('Subscribe', `<p>Receive email at <strong>${escapeHtml(email)}</strong> again?</p>${button(target('subscribe', token), 'Subscribe')}`),
-  done: (email: string, subscribed: boolean, token: string) =>
+  confirmUnsubscribe: (s: PageSubject, token: string) =>
     page(
-      subscribed ? 'You are subscribed' : 'You are unsubscribed',
-      `<p><strong>${escapeHtml(email)}</strong> ${subscribed ? 'will receive our email.' : 'will no longer receive our marketing email.'}</p>
+      `Unsubscribe from ${s.projectName}`,
+      `<p>Stop sending email from <strong>${escapeHtml(s.projectName)}</strong> to <strong>${escapeHtml(s.email)}</strong>?</p>${button(target('unsubscribe', token), 'Unsubscribe')}`,
+    ),
+  confirmSubscribe: (s: PageSubject, token: string) =>
+    page(
+      `Subscribe to ${s.projectName}`,
+      `<p>Receive email from <strong>${escapeHtml(s.projectName)}</strong> at <strong>${escapeHtml(s.email)}</strong> again?</p>${button(target('subscribe', token), 'Subscribe')}`,
+    ),
+  done: (s: PageSubject, token: string) =>
+    page(
+      s.subscribed ? `You are subscribed to ${s.projectName}` : `You are unsubscribed from ${s.projectName}`,
+      `<p><strong>${escapeHtml(s.email)}</strong> ${s.subscribed ? 'will receive email from' : 'will no longer receive marketing email from'} <strong>${escapeHtml(s.projectName)}</strong>.</p>
        <p><a href="${escapeHtml(target('manage', token))}">Manage your subscription</a></p>`,
     ),
-  manage: (email: string, subscribed: boolean, token: string) =>
+  manage: (s: PageSubject, token: string) =>
     page(
-      'Your subscription',
-      `<p><strong>${escapeHtml(email)}</strong> is currently <strong>${subscribed ? 'subscribed' : 'unsubscribed'}</strong>.</p>
-       ${subscribed ? button(target('unsubscribe', token), 'Unsubscribe') : button(target('subscribe', token), 'Subscribe again')}`,
+      `Your subscription to ${s.projectName}`,
+      `<p><strong>${escapeHtml(s.email)}</strong> is currently <strong>${s.subscribed ? 'subscribed' : 'unsubscribed'}</strong> to email from <strong>${escapeHtml(s.projectName)}</strong>.</p>
+       ${s.subscribed ? button(target('unsubscribe', token), 'Unsubscribe') : button(target('subscribe', token), 'Subscribe again')}`,
     ),
   invalid: () => page('Link not valid', '<p>This link is not valid or the contact no longer exists.</p>'),
 };

@@ -95,7 +95,7 @@ async function rawRate(stack: Stack, domainId: string, count: number, inFlight: 
       extra: {},
       publicUrl: stack.config.publicUrl,
       linkSecret,
-      marketing: true,
+      marketing: { projectName: 'Bench' },
       tracking: { emailId: id },
     });
     return { id, toEmail: contact.email, toName: null, fromEmail: `news@${DOMAIN}`, fromName: 'Bench News', replyTo: null, ...r, attachments: [] };

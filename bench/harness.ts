@@ -22,11 +22,11 @@ import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import type http from 'node:http';
 import { DefaultLogger, NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
-import pino from 'pino';
 import { createApp } from '../api/app';
 import { buildAppDeps } from '../api/deps';
 import { findTemporalCli, freePort, startTemporalDevServer, type DevServerHandle } from '../cli/temporal-server';
 import { type Config, loadConfig } from '../config';
+import { createLogger } from '../logger';
 import type { Orm } from '../db/orm';
 import { createOrm, migrate } from '../db/orm';
 import { createProject, type ProjectWithKeys } from '../db/projects';
@@ -196,7 +196,7 @@ export async function startStack(opts: {
   checkpoint();
   const gateway = await TemporalGateway.connect(settings, config);
   teardown.add(() => gateway.close());
-  const { app } = createApp(await buildAppDeps({ config, orm, temporal: gateway, logger: pino({ level: config.logLevel }), dns }));
+  const { app } = createApp(await buildAppDeps({ config, orm, temporal: gateway, logger: createLogger(config), dns }));
   const server = await new Promise<http.Server>((resolve, reject) => {
     const s = app.listen(port, '127.0.0.1', (err?: Error) => (err ? reject(err) : resolve(s)));
   });

@@ -3,6 +3,7 @@ import { ConfigError, loadConfig } from '../config';
 import { createOrm, migrate } from '../db/orm';
 import { createProject, rotateProjectKeys } from '../db/projects';
 import { disableProject, enableProject } from '../db/project-security';
+import { createProjectForOwner } from '../db/user-projects';
 import { AppError } from '../errors';
 import { StartupError } from './errors';
 import { parseContactsImportArgs, runContactsImport } from './import';
@@ -13,7 +14,10 @@ const USAGE = `Usage: tidings <command>
 
   start [--api | --worker]         run the service (both by default)
   migrate                          apply database migrations
-  project create <name>            create a project; prints {id, name, secretKey, publicKey}
+  project create <name> [--owner <email>]
+                                   create a project; prints {id, name, secretKey, publicKey}.
+                                   --owner: the account (signed up already) that owns it and
+                                   sees it in the dashboard; without it no user can see it
   project rotate-keys <projectId>  replace both keys of a project; prints the new ones
   project disable <projectId> [--reason <text>]
                                    disable a project: writes get 403 PROJECT_DISABLED, its mail
@@ -79,17 +83,12 @@ async function main(argv: string[]): Promise<number> {
     case 'project': {
       const [sub, arg, ...extra] = rest;
       if (sub === 'disable' || sub === 'enable') return setProjectStatus(sub, arg, extra);
-      if (sub !== 'create' && sub !== 'rotate-keys') {
+      if (sub === 'create') return createProjectCommand(arg, extra);
+      if (sub !== 'rotate-keys') {
         return fail(sub === undefined ? 'Missing project subcommand.' : `Unknown project subcommand: ${sub}`);
       }
-      const what = sub === 'create' ? 'a project name' : 'a project id';
-      if (!arg?.trim()) return fail(`project ${sub} needs ${what}.`);
+      if (!arg?.trim()) return fail(`project ${sub} needs a project id.`);
       if (extra.length) return fail(`Unexpected argument for project ${sub}: ${extra.join(' ')}`);
-      if (sub === 'create') {
-        const project = await withDatabase((orm) => createProject(orm.em.fork(), arg.trim()));
-        await writeStdout(`${JSON.stringify(project, null, 2)}\n`);
-        return 0;
-      }
       const project = await withDatabase((orm) =>
         rotateProjectKeys(orm.em.fork(), arg.trim()).catch((err: unknown) => {
           if (err instanceof AppError && err.status === 404) {
@@ -111,6 +110,24 @@ async function main(argv: string[]): Promise<number> {
     default:
       return fail(`Unknown command: ${command}`);
   }
+}
+
+/** `project create <name> [--owner <email>]`: prints the project with its keys. */
+async function createProjectCommand(name: string | undefined, extra: string[]): Promise<number> {
+  if (!name?.trim() || name.startsWith('--')) return fail('project create needs a project name.');
+  let owner: string | undefined;
+  if (extra[0] === '--owner') {
+    if (!extra[1]?.trim()) return fail('--owner needs the email of an account.');
+    owner = extra[1];
+    extra = extra.slice(2);
+  }
+  if (extra.length) return fail(`Unexpected argument for project create: ${extra.join(' ')}`);
+  const project = await withDatabase((orm) =>
+    owner ? createProjectForOwner(orm.em.fork(), owner, name.trim()) : createProject(orm.em.fork(), name.trim()),
+  );
+  if (!owner) log('No --owner given: the keys work, but no dashboard user can see this project');
+  await writeStdout(`${JSON.stringify(project, null, 2)}\n`);
+  return 0;
 }
 
 /** `project disable <id> [--reason <text>]` / `project enable <id>`: prints {id, disabled, changed}. */

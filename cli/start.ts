@@ -1,16 +1,15 @@
 import type { Server } from 'node:http';
-import { DefaultLogger, Runtime } from '@temporalio/worker';
-import pino from 'pino';
 import { createApp } from '../api/app';
 import { buildAppDeps } from '../api/deps';
 import type { Config } from '../config';
 import { createOrm, migrate } from '../db/orm';
 import { pruneRateLimitWindows } from '../db/rate-limit';
 import { pruneRevokedSessions } from '../db/revoked-sessions';
+import { createLogger } from '../logger';
 import { createDnsLookup } from '../mail/dns';
 import { mailerFromConfig } from '../mail/mailer';
 import { TemporalGateway } from '../temporal/client';
-import { startWorker } from '../temporal/worker';
+import { installSdkLogging, startWorker } from '../temporal/worker';
 import { StartupError } from './errors';
 import { type Log, resolveDatabase, resolveTemporal } from './services';
 
@@ -24,9 +23,8 @@ class Interrupted extends Error {}
 
 /** Runs the API and/or the worker until SIGINT/SIGTERM, then drains and stops in reverse order. */
 export async function startService(config: Config, opts: StartOptions, log: Log): Promise<void> {
-  const logger = pino({ level: config.logLevel });
-  // The SDK logs every bundle build at INFO; warnings and errors are what an operator needs.
-  Runtime.install({ logger: new DefaultLogger('WARN') });
+  const logger = createLogger(config);
+  installSdkLogging(logger);
   const stops: (() => Promise<void>)[] = [];
   const stopAll = async () => {
     for (const stop of stops.reverse()) await stop().catch((err) => log(`shutdown: ${(err as Error).message}`));
@@ -78,6 +76,8 @@ export async function startService(config: Config, opts: StartOptions, log: Log)
       const worker = await startWorker(settings, { orm, dns, mailer, config });
       stops.push(() => worker.shutdown());
       checkpoint();
+      // startWorker returned once the server saw it poll: only now do the API, /health and the
+      // ready line come up, so the first request that needs a worker finds one.
       log(`Worker polling task queue "${settings.taskQueue}" on ${settings.address}`);
     }
     if (opts.api) {

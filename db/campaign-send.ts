@@ -3,6 +3,7 @@ import type { StoredEmail } from '../mail/compose';
 import { allowance, refuseOverLimit } from './billing';
 import { audienceSql, type CampaignRow, type CampaignStatus, type CampaignType } from './campaigns';
 import type { ContactDto } from './contacts';
+import type { MarketingContext } from './email-content';
 import type { JsonValue } from './entities/contact';
 import { newId } from './ids';
 import { query, queryOne } from './sql';
@@ -76,13 +77,17 @@ export interface SendingCampaign {
   fromEmail: string;
   fromName: string | null;
   replyTo: string | null;
-  marketing: boolean;
+  /** With the project's name for the footer (db/email-content.ts), read with the campaign: once a batch. */
+  marketing: MarketingContext | false;
 }
 
 export async function loadSendingCampaign(em: EntityManager, campaignId: string): Promise<SendingCampaign | undefined> {
-  const row = await queryOne<Pick<CampaignRow, 'project_id' | 'status' | 'subject' | 'body' | 'from_email' | 'from_name' | 'reply_to' | 'type'>>(
+  const row = await queryOne<
+    Pick<CampaignRow, 'project_id' | 'status' | 'subject' | 'body' | 'from_email' | 'from_name' | 'reply_to' | 'type'> & { project_name: string }
+  >(
     em,
-    'select project_id, status, subject, body, from_email, from_name, reply_to, type from campaigns where id = ?',
+    `select c.project_id, c.status, c.subject, c.body, c.from_email, c.from_name, c.reply_to, c.type, p.name as project_name
+     from campaigns c join projects p on p.id = c.project_id where c.id = ?`,
     [campaignId],
   );
   return (
@@ -94,7 +99,7 @@ export async function loadSendingCampaign(em: EntityManager, campaignId: string)
       fromEmail: row.from_email,
       fromName: row.from_name,
       replyTo: row.reply_to,
-      marketing: row.type === 'MARKETING',
+      marketing: row.type === 'MARKETING' && { projectName: row.project_name },
     }
   );
 }
@@ -266,6 +271,7 @@ export interface SentMark {
  * Marks emails SENT (with their `email.sent` events), their recipients SENT and the campaign's
  * counter, in one statement: either all of it happens or none. As markEmailSent: a repeat changes
  * nothing, and an email an open or a delivery notification already moved on keeps that status.
+ * Campaign emails are not marked SENDING, so their attempts are counted as each outcome is written.
  */
 export async function markCampaignEmailsSent(em: EntityManager, projectId: string, campaignId: string, marks: SentMark[]): Promise<void> {
   if (marks.length === 0) return;
@@ -276,7 +282,8 @@ export async function markCampaignEmailsSent(em: EntityManager, projectId: strin
        select * from jsonb_to_recordset(?::jsonb) as x(email_id uuid, contact_id text, response text, event_id text)
      ), upd as (
        update emails e set status = case when e.status in ('QUEUED','SENDING') then 'SENT' else e.status end,
-         smtp_response = s.response, sent_at = now(), updated_at = now()
+         smtp_response = s.response, error = null, sent_at = now(), updated_at = now(),
+         attempts = e.attempts + 1, last_attempt_at = now()
        from s where e.id = s.email_id and e.sent_at is null and e.status <> 'FAILED'
        returning e.id, e.contact_id
      ), ev as (
@@ -304,12 +311,28 @@ export async function markCampaignEmailsFailed(
     `with f as (
        select * from jsonb_to_recordset(?::jsonb) as x(email_id uuid, contact_id text, error text)
      ), upd as (
-       update emails e set status = 'FAILED', error = f.error, updated_at = now()
+       update emails e set status = 'FAILED', error = f.error, smtp_response = f.error, updated_at = now(),
+         attempts = e.attempts + 1, last_attempt_at = now()
        from f where e.id = f.email_id and e.status in ('QUEUED','SENDING')
      )
      update campaign_recipients r set status = 'FAILED', email_id = f.email_id
      from f where r.campaign_id = ? and r.contact_id = f.contact_id`,
     [JSON.stringify(failures.map((f) => ({ email_id: f.emailId, contact_id: f.contactId, error: f.error.slice(0, 1000) }))), campaignId],
+  );
+}
+
+/**
+ * Attempts the relay did not take for now (a 4xx reply, the relay unreachable): the emails stay
+ * QUEUED for the batch's retry and say why meanwhile.
+ */
+export async function markCampaignEmailsRetrying(em: EntityManager, failures: { emailId: string; error: string }[]): Promise<void> {
+  if (failures.length === 0) return;
+  await query(
+    em,
+    `update emails e set error = f.error, smtp_response = f.error, attempts = e.attempts + 1, last_attempt_at = now(), updated_at = now()
+     from jsonb_to_recordset(?::jsonb) as f(email_id uuid, error text)
+     where e.id = f.email_id and e.status in ('QUEUED','SENDING')`,
+    [JSON.stringify(failures.map((f) => ({ email_id: f.emailId, error: f.error.slice(0, 1000) })))],
   );
 }
 

@@ -3,8 +3,8 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError, notFound, validationError } from '../errors';
 import { allowance, limitExceeded, requireAllowance } from './billing';
 import { type ContactDto, getContact, normalizeEmail } from './contacts';
-import { requireVerifiedSender } from './domains';
-import { compileContent, renderForContact } from './email-content';
+import { requireVerifiedSender, type SenderPolicy } from './domains';
+import { compileContent, marketingContext, renderForContact } from './email-content';
 import { newId } from './ids';
 import { MESSAGE_FIELD_COLUMNS, messageFields } from './message-fields';
 import { type CursorPage, projectRowsPage } from './paging';
@@ -430,10 +430,10 @@ export async function queueTestEmail(
   projectId: string,
   id: string,
   email: string,
-  ctx: { publicUrl: string; linkSecret: string },
+  ctx: { publicUrl: string; linkSecret: string; senders: SenderPolicy },
 ): Promise<string> {
   const c = await loadRow(em, projectId, id);
-  const domainId = await requireVerifiedSender(em, projectId, c.from_email);
+  const domainId = await requireVerifiedSender(em, projectId, c.from_email, ctx.senders);
   const address = normalizeEmail(email);
   const found = await queryOne<{ id: string }>(em, 'select id from contacts where project_id = ? and email = ?', [projectId, address]);
   const now = new Date().toISOString();
@@ -445,7 +445,7 @@ export async function queueTestEmail(
     extra: {},
     publicUrl: ctx.publicUrl,
     linkSecret: ctx.linkSecret,
-    marketing,
+    marketing: marketing && (await marketingContext(em, projectId)),
   });
   const emailId = randomUUID();
   // A test copy is a campaign email like the others: it counts, and the cap applies to it.

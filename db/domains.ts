@@ -122,18 +122,40 @@ export async function loadDomainKeys(em: EntityManager, domainId: string): Promi
   );
 }
 
+/** Whether mail can go out from a domain now, and why: an API user should not have to infer it. */
+export interface SendingState {
+  allowed: boolean;
+  reason: string;
+}
+
+/** Outbox mode (no SMTP_URL): nothing leaves the machine, so DNS is not needed to try sending. */
+export interface SenderPolicy {
+  outbox: boolean;
+}
+
+const OUTBOX_REASON =
+  'Outbox mode (no SMTP_URL): mail from a registered domain is DKIM-signed and written to the local outbox (see /outbox); nothing leaves this machine. Verification is required once a relay is configured.';
+
+export function sendingState(status: DomainStatus, policy: SenderPolicy): SendingState {
+  if (status === 'verified') return { allowed: true, reason: 'The domain is verified.' };
+  if (policy.outbox) return { allowed: true, reason: OUTBOX_REASON };
+  return { allowed: false, reason: 'Publish the DNS records, then force a check with GET /domains/:id/verify.' };
+}
+
+export const withSendingState = (domain: DomainDto, policy: SenderPolicy) => ({ ...domain, sending: sendingState(domain.status, policy) });
+
 /**
- * Mail may only be sent from a domain the project has verified: returns that domain's id
- * (whose key signs the mail), or refuses with 403 DOMAIN_NOT_VERIFIED.
+ * Mail may only be sent from a domain the project has verified (or, in outbox mode, registered):
+ * returns that domain's id (whose key signs the mail), or refuses with 403 DOMAIN_NOT_VERIFIED.
  */
-export async function requireVerifiedSender(em: EntityManager, projectId: string, fromEmail: string): Promise<string> {
+export async function requireVerifiedSender(em: EntityManager, projectId: string, fromEmail: string, policy: SenderPolicy): Promise<string> {
   const domain = fromEmail.slice(fromEmail.lastIndexOf('@') + 1).toLowerCase();
   const row = await queryOne<{ id: string; status: DomainStatus }>(
     em,
     'select id, status from domains where project_id = ? and domain = ?',
     [projectId, domain],
   );
-  if (row?.status === 'verified') return row.id;
+  if (row && sendingState(row.status, policy).allowed) return row.id;
   throw new AppError(
     403,
     'DOMAIN_NOT_VERIFIED',

@@ -4,18 +4,11 @@ import type { AttachmentFile, StoredEmail } from '../mail/compose';
 import { recordEvent } from './events';
 import { query, queryOne } from './sql';
 
-export type EmailStatus =
-  | 'QUEUED'
-  | 'SENDING'
-  | 'SENT'
-  | 'DELIVERED'
-  | 'OPENED'
-  | 'CLICKED'
-  | 'BOUNCED'
-  | 'COMPLAINED'
-  | 'FAILED';
+export const EMAIL_STATUSES = ['QUEUED', 'SENDING', 'SENT', 'DELIVERED', 'OPENED', 'CLICKED', 'BOUNCED', 'COMPLAINED', 'FAILED'] as const;
+export type EmailStatus = (typeof EMAIL_STATUSES)[number];
 
-export type EmailSource = 'transactional' | 'campaign' | 'workflow';
+export const EMAIL_SOURCES = ['transactional', 'campaign', 'workflow'] as const;
+export type EmailSource = (typeof EMAIL_SOURCES)[number];
 
 export interface NewEmail {
   /** Chosen by the caller when the body must know it (tracking links); generated otherwise. */
@@ -178,8 +171,28 @@ export async function loadEmailForDelivery(em: EntityManager, id: string): Promi
   };
 }
 
+/** The start of a delivery attempt: counted here, so an attempt whose worker died still shows. */
 export async function markEmailSending(em: EntityManager, id: string): Promise<void> {
-  await query(em, `update emails set status = 'SENDING', updated_at = now() where id = ? and status in ('QUEUED','SENDING')`, [id]);
+  await query(
+    em,
+    `update emails set status = 'SENDING', attempts = attempts + 1, last_attempt_at = now(), updated_at = now()
+     where id = ? and status in ('QUEUED','SENDING')`,
+    [id],
+  );
+}
+
+/**
+ * An attempt that will be retried (a 4xx reply, the relay unreachable): the email stays SENDING
+ * and says why it is not out yet. `relayResponse` is what the relay answered, when it was reached
+ * or refused the connection; a failure of our own (composing the message) leaves the last one.
+ */
+export async function markEmailRetrying(em: EntityManager, id: string, error: string, relayResponse: string | null): Promise<void> {
+  await query(
+    em,
+    `update emails set error = ?, smtp_response = coalesce(?, smtp_response), updated_at = now()
+     where id = ? and status in ('QUEUED','SENDING')`,
+    [error, relayResponse, id],
+  );
 }
 
 /**
@@ -192,7 +205,7 @@ export async function markEmailSent(em: EntityManager, id: string, smtpResponse:
     const row = await queryOne<{ project_id: string; contact_id: string | null }>(
       tx,
       `update emails set status = case when status in ('QUEUED','SENDING') then 'SENT' else status end,
-         smtp_response = ?, sent_at = now(), updated_at = now()
+         smtp_response = ?, error = null, sent_at = now(), updated_at = now()
        where id = ? and sent_at is null and status <> 'FAILED' returning project_id, contact_id`,
       [smtpResponse, id],
     );
@@ -202,11 +215,14 @@ export async function markEmailSent(em: EntityManager, id: string, smtpResponse:
   });
 }
 
-export async function markEmailFailed(em: EntityManager, id: string, error: string): Promise<void> {
-  await query(em, `update emails set status = 'FAILED', error = ?, updated_at = now() where id = ? and status in ('QUEUED','SENDING')`, [
-    error,
-    id,
-  ]);
+/** FAILED for good; `relayResponse` when the relay refused it (a 5xx reply), not for our own refusals. */
+export async function markEmailFailed(em: EntityManager, id: string, error: string, relayResponse: string | null = null): Promise<void> {
+  await query(
+    em,
+    `update emails set status = 'FAILED', error = ?, smtp_response = coalesce(?, smtp_response), updated_at = now()
+     where id = ? and status in ('QUEUED','SENDING')`,
+    [error, relayResponse, id],
+  );
 }
 
 export async function getEmailStatus(em: EntityManager, projectId: string, id: string): Promise<EmailStatus | undefined> {

@@ -11,9 +11,9 @@ import { suppressAddress } from './suppressions';
  * `GET /t/o|c/:token`) and the delivery, bounce and complaint notifications of the mail
  * infrastructure (`POST /webhooks/notify`).
  *
- * Each email keeps the first time and, for opens and clicks, the count; campaign stats count
- * these columns. The status only moves forward — SENT → DELIVERED → OPENED → CLICKED — so a late
- * open never turns a CLICKED email back into OPENED. BOUNCED and COMPLAINED override (a complaint
+ * Each email keeps the first time and, for opens and clicks, the count and the last time;
+ * campaign stats count these columns. The status only moves forward — SENT → DELIVERED →
+ * OPENED → CLICKED — so a late open never turns a CLICKED email back into OPENED. BOUNCED and COMPLAINED override (a complaint
  * over a bounce), except that a *soft* bounce does not undo evidence of arrival (DELIVERED,
  * OPENED, CLICKED) and is itself superseded by it. FAILED (never sent) stays FAILED except for
  * a bounce or complaint.
@@ -57,7 +57,7 @@ export async function recordOpen(em: EntityManager, emailId: string): Promise<bo
   return em.transactional(async (tx) => {
     const row = await queryOne<Touched>(
       tx,
-      `update emails e set opened_at = coalesce(e.opened_at, now()), open_count = e.open_count + 1,
+      `update emails e set opened_at = coalesce(e.opened_at, now()), last_opened_at = now(), open_count = e.open_count + 1,
          status = ${advance('OPENED')}, updated_at = now()
        from (select id, opened_at from emails where id = ? for update) old
        where e.id = old.id
@@ -78,8 +78,9 @@ export async function recordClick(em: EntityManager, emailId: string, url: strin
   return em.transactional(async (tx) => {
     const row = await queryOne<Touched & { first_click: boolean }>(
       tx,
-      `update emails e set clicked_at = coalesce(e.clicked_at, now()), click_count = e.click_count + 1,
+      `update emails e set clicked_at = coalesce(e.clicked_at, now()), last_clicked_at = now(), click_count = e.click_count + 1,
          opened_at = coalesce(e.opened_at, now()), open_count = case when e.opened_at is null then e.open_count + 1 else e.open_count end,
+         last_opened_at = case when e.opened_at is null then now() else e.last_opened_at end,
          status = ${advance('CLICKED')}, updated_at = now()
        from (select id, opened_at, clicked_at from emails where id = ? for update) old
        where e.id = old.id

@@ -14,6 +14,7 @@ import { Migration20261126000000_accounts } from './migrations/Migration20261126
 import { Migration20261126010000_campaign_scheduled_at } from './migrations/Migration20261126010000_campaign_scheduled_at';
 import { Migration20261126020000_billing_carryover } from './migrations/Migration20261126020000_billing_carryover';
 import { Migration20261126030000_revoked_sessions } from './migrations/Migration20261126030000_revoked_sessions';
+import { Migration20261126050000_email_attempts } from './migrations/Migration20261126050000_email_attempts';
 
 export type Orm = MikroORM;
 
@@ -32,6 +33,7 @@ const migrationsList = [
   { name: 'Migration20261126010000_campaign_scheduled_at', class: Migration20261126010000_campaign_scheduled_at },
   { name: 'Migration20261126020000_billing_carryover', class: Migration20261126020000_billing_carryover },
   { name: 'Migration20261126030000_revoked_sessions', class: Migration20261126030000_revoked_sessions },
+  { name: 'Migration20261126050000_email_attempts', class: Migration20261126050000_email_attempts },
 ];
 
 export function ormOptions(databaseUrl: string, overrides: Partial<Options> = {}): Options {

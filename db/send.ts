@@ -4,8 +4,8 @@ import { AppError, validationError } from '../errors';
 import type { AttachmentFile } from '../mail/compose';
 import { requireAllowance } from './billing';
 import { upsertContact } from './contacts';
-import { compileContent, renderForContact } from './email-content';
-import { requireVerifiedSender } from './domains';
+import { type BodyFormat, compileContent, marketingContext, renderForContact } from './email-content';
+import { requireVerifiedSender, type SenderPolicy } from './domains';
 import { createAttachmentSet, insertEmails, type NewEmail } from './emails';
 import { recordSubscriptionChange } from './events';
 import { getTemplate } from './templates';
@@ -16,6 +16,8 @@ export interface SendRequest {
   to: Mailbox | Mailbox[];
   subject?: string;
   body?: string;
+  /** How the body (given or the template's) is written; `markdown` is rendered to HTML (mail/markdown.ts). */
+  type?: BodyFormat;
   template?: string;
   from?: Mailbox;
   /** Deprecated sender display name, used when `from` is a bare address. */
@@ -39,6 +41,7 @@ export interface SendContext {
   publicUrl: string;
   linkSecret: string;
   maxMessageBytes: number;
+  senders: SenderPolicy;
 }
 
 const mailbox = (m: Mailbox) => (typeof m === 'string' ? { email: m, name: undefined } : m);
@@ -54,13 +57,14 @@ export async function queueSend(em: EntityManager, ctx: SendContext, req: SendRe
   const body = req.body ?? template?.body;
   const from = req.from ? mailbox(req.from) : template?.from ? { email: template.from, name: template.fromName ?? undefined } : undefined;
   if (!from) {
-    throw validationError([{ field: 'from', message: 'Required: the template has no sender', code: 'invalid_type' }]);
+    const message = template ? `The template ${template.id} has no sender; give \`from\`` : 'Required: give `from`, or a template that has a sender';
+    throw validationError([{ field: 'from', message, code: 'invalid_type' }]);
   }
   const fromName = from.name ?? req.name ?? null;
-  const domainId = await requireVerifiedSender(em, ctx.projectId, from.email);
-  const content = compileContent(subject!, body!);
-  const marketing = template?.type === 'MARKETING';
-  const tracked = req.tracking ?? marketing;
+  const domainId = await requireVerifiedSender(em, ctx.projectId, from.email, ctx.senders);
+  const content = compileContent(subject!, body!, req.type);
+  const marketing = template?.type === 'MARKETING' && (await marketingContext(em, ctx.projectId));
+  const tracked = req.tracking ?? !!marketing;
 
   const attachments = req.attachments ?? [];
   const size = Buffer.byteLength(body!) + attachments.reduce((n, a) => n + a.content.length, 0);
@@ -96,7 +100,7 @@ export async function queueSend(em: EntityManager, ctx: SendContext, req: SendRe
       domainId,
       templateId: template?.id ?? null,
       source: 'transactional',
-      marketing,
+      marketing: !!marketing,
       toEmail: up.contact.email,
       toName: recipient.name ?? null,
       fromEmail: from.email,

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { ImageStorage } from '../storage/storage';
-import { notFound } from '../errors';
+import { AppError, notFound } from '../errors';
 import { addOwner, type Role } from './members';
 import { type ProjectRunner, stopProjectWork } from './project-reset';
 import { createProject, type ProjectWithKeys } from './projects';
@@ -107,6 +107,16 @@ export async function createUserProject(em: EntityManager, userId: string, name:
     await addOwner(tx, created.id, userId);
     return { ...(await getUserProject(tx, userId, created.id)), secretKey: created.secretKey, publicKey: created.publicKey };
   });
+}
+
+/** `tidings project create <name> --owner <email>`: the project of an existing account, as if they made it. */
+export async function createProjectForOwner(em: EntityManager, ownerEmail: string, name: string): Promise<UserProjectDto & ProjectWithKeys> {
+  const email = ownerEmail.trim().toLowerCase();
+  const user = await queryOne<{ id: string }>(em, 'select id from users where email = ?', [email]);
+  if (!user) {
+    throw new AppError(404, 'USER_NOT_FOUND', `No account uses the email ${email}; sign up first (POST /auth/signup), then create the project`);
+  }
+  return createUserProject(em, user.id, name);
 }
 
 export async function renameProject(em: EntityManager, userId: string, projectId: string, name: string): Promise<UserProjectDto> {

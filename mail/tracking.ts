@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { appendToBody } from './html';
 
 /**
  * Open and click tracking: the HTML rewriting done when an email is rendered, and the signed
@@ -107,6 +108,14 @@ const ANCHOR = /<a\b(?:[^>"']|"[^"]*"|'[^']*')*>/gi;
 // An unquoted value runs to whitespace or '>', as browsers read it.
 const HREF = /(\shref\s*=\s*)(?:"([^"]*)"|'([^']*)'|([^\s>]+))/i;
 
+/** The targets of the `<a href>` links in the HTML, decoded as the browser reads them. */
+export function linkTargets(html: string): string[] {
+  return (html.match(ANCHOR) ?? []).flatMap((tag) => {
+    const m = HREF.exec(tag);
+    return m ? [decodeAttribute(m[2] ?? m[3] ?? m[4] ?? '').trim()] : [];
+  });
+}
+
 /**
  * Rewrites every `<a href="http(s)://…">` to go through `${publicUrl}/t/c/<token>`, and adds the
  * open pixel before `</body>` (or at the end). Left alone: other schemes (mailto:, tel:, #…), and
@@ -125,6 +134,5 @@ export function addTracking(html: string, opts: TrackingOptions): string {
   const pixel =
     `<img src="${openPixelUrl(opts.publicUrl, opts.linkSecret, opts.emailId)}" width="1" height="1" alt=""` +
     ` style="display:block;width:1px;height:1px;border:0;margin:0;padding:0" />`;
-  const bodyEnd = rewritten.search(/<\/body\s*>(?![\s\S]*<\/body\s*>)/i);
-  return bodyEnd < 0 ? `${rewritten}${pixel}` : `${rewritten.slice(0, bodyEnd)}${pixel}${rewritten.slice(bodyEnd)}`;
+  return appendToBody(rewritten, pixel);
 }

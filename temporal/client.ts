@@ -1,4 +1,4 @@
-import { Client, Connection, WorkflowIdConflictPolicy, WithStartWorkflowOperation } from '@temporalio/client';
+import { Client, Connection, WorkflowIdConflictPolicy, type WorkflowService, WithStartWorkflowOperation } from '@temporalio/client';
 import { type Config, loadConfig } from '../config';
 import { AppError } from '../errors';
 import type { DomainCheckOutcome } from './activities/domains';
@@ -15,6 +15,35 @@ export interface TemporalSettings {
 }
 
 type GatewayConfig = Pick<Config, 'domainCheck' | 'sendRetryMaxIntervalSeconds'>;
+
+/**
+ * How long a caller waits for a worker to answer an Update. Long enough for the server's own
+ * recovery: after a worker died without saying so, the workflow's next task waits on that worker's
+ * sticky queue for the sticky schedule-to-start timeout (10 s) before any worker may take it, and
+ * the domain check itself can spend ~9 s on DNS lookups that time out (3 s, then 6 s).
+ */
+const UPDATE_WAIT_SECONDS = 30;
+
+/** Values of temporal.api.enums.v1.TaskQueueType and TaskQueueKind. */
+const TASK_QUEUE_TYPE = { workflow: 1, activity: 2 } as const;
+const TASK_QUEUE_KIND_NORMAL = 1;
+
+/**
+ * Identities of the workers the server saw poll the task queue for workflow and for activity
+ * tasks lately (it keeps a poller for a few minutes after its last poll).
+ */
+export async function taskQueuePollers(
+  service: WorkflowService,
+  namespace: string,
+  taskQueue: string,
+): Promise<{ workflow: string[]; activity: string[] }> {
+  const identities = async (taskQueueType: number) => {
+    const res = await service.describeTaskQueue({ namespace, taskQueue: { name: taskQueue, kind: TASK_QUEUE_KIND_NORMAL }, taskQueueType });
+    return (res.pollers ?? []).map((p) => p.identity ?? '');
+  };
+  const [workflow, activity] = await Promise.all([identities(TASK_QUEUE_TYPE.workflow), identities(TASK_QUEUE_TYPE.activity)]);
+  return { workflow, activity };
+}
 
 /** Typed start/signal helpers: the API calls these, never the raw client. */
 export class TemporalGateway {
@@ -37,6 +66,7 @@ export class TemporalGateway {
       workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
       args: [{ projectId, key }],
       typedSearchAttributes: [{ key: ProjectIdKey, value: projectId }],
+      staticSummary: `delete contact field "${key}"`,
     });
     return handle.result();
   }
@@ -49,6 +79,7 @@ export class TemporalGateway {
       workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
       args: [{ jobId }],
       typedSearchAttributes: [{ key: ProjectIdKey, value: projectId }],
+      staticSummary: `contact import job ${jobId}`,
     });
   }
 
@@ -59,6 +90,7 @@ export class TemporalGateway {
       workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
       args: [{ domainId, ...this.config.domainCheck }] as Parameters<typeof domainVerification>,
       typedSearchAttributes: [{ key: ProjectIdKey, value: projectId }],
+      staticSummary: `domain verification ${domainId}`,
     };
   }
 
@@ -68,14 +100,29 @@ export class TemporalGateway {
 
   /**
    * The forced check runs inside the domain's own workflow (an Update), so there is one code
-   * path for checks; update-with-start revives the workflow if it is not running.
+   * path for checks; update-with-start revives the workflow if it is not running. With no worker
+   * polling at all the answer is a 503 at once rather than after the whole wait.
    */
   async checkDomainNow(projectId: string, domainId: string): Promise<DomainCheckOutcome> {
+    if (!(await this.workerPolling())) throw workerUnavailable('No worker is polling the task queue');
     const startOp = new WithStartWorkflowOperation<typeof domainVerification>(
       'domainVerification',
       this.domainVerificationStart(projectId, domainId),
     );
-    return withinSeconds(10, this.client.workflow.executeUpdateWithStart(checkDomainNowUpdate, { startWorkflowOperation: startOp }));
+    return withinSeconds(
+      UPDATE_WAIT_SECONDS,
+      this.client.workflow.executeUpdateWithStart(checkDomainNowUpdate, { startWorkflowOperation: startOp }),
+    );
+  }
+
+  /** Whether some worker polls this task queue for both workflow and activity tasks; true when the server will not say. */
+  private async workerPolling(): Promise<boolean> {
+    try {
+      const pollers = await taskQueuePollers(this.client.workflowService, this.client.options.namespace, this.taskQueue);
+      return pollers.workflow.length > 0 && pollers.activity.length > 0;
+    } catch {
+      return true; // e.g. a role without DescribeTaskQueue: the Update's own wait still bounds it
+    }
   }
 
   async stopDomainVerification(domainId: string): Promise<void> {
@@ -95,15 +142,20 @@ export class TemporalGateway {
       workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
       args: [{ emailIds, maxRetryIntervalSeconds: this.config.sendRetryMaxIntervalSeconds }],
       typedSearchAttributes: [{ key: ProjectIdKey, value: projectId }],
+      staticSummary: emailIds.length === 1 ? `send email ${emailIds[0]}` : `send ${emailIds.length} emails, first ${emailIds[0]}`,
     });
   }
 
-  /** Starts one execution; its id is the execution row's, so a repeat cannot start a second. */
-  async startJourney(input: JourneyInput): Promise<void> {
+  /**
+   * Starts one execution; its id is the execution row's, so a repeat cannot start a second.
+   * `names` label it in the Temporal UI (workflow name, contact email); ids stand in without them.
+   */
+  async startJourney(input: JourneyInput, names?: { workflow: string; contact: string }): Promise<void> {
     await this.client.workflow.start<typeof journey>('journey', {
       taskQueue: this.taskQueue,
       workflowId: workflowIds.journey(input.executionId),
       args: [input],
+      staticSummary: `journey ${names?.workflow ?? input.workflowId} · contact ${names?.contact ?? input.contactId}`,
       typedSearchAttributes: [
         { key: ProjectIdKey, value: input.projectId },
         { key: TidingsWorkflowIdKey, value: input.workflowId },
@@ -129,6 +181,7 @@ export class TemporalGateway {
       workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
       args: [{ jobId }],
       typedSearchAttributes: [{ key: ProjectIdKey, value: projectId }],
+      staticSummary: `bulk contact job ${jobId}`,
     });
   }
 
@@ -139,6 +192,7 @@ export class TemporalGateway {
       workflowId: workflowIds.systemEmail(systemEmailId),
       workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
       args: [{ systemEmailId, maxRetryIntervalSeconds: this.config.sendRetryMaxIntervalSeconds }],
+      staticSummary: `account email ${systemEmailId}`,
     });
   }
 
@@ -171,6 +225,7 @@ export class TemporalGateway {
       ],
       signal: campaignScheduleSignal,
       signalArgs: [{ scheduledFor: input.scheduledFor }],
+      staticSummary: `campaign ${input.campaignId}`,
       typedSearchAttributes: [
         { key: ProjectIdKey, value: input.projectId },
         { key: CampaignIdKey, value: input.campaignId },
@@ -198,6 +253,7 @@ export class TemporalGateway {
       workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
       args: [{ projectId, segmentId }],
       typedSearchAttributes: [{ key: ProjectIdKey, value: projectId }],
+      staticSummary: `segment ${segmentId} recompute`,
     });
     return handle.result();
   }
@@ -216,19 +272,16 @@ export class TemporalGateway {
   }
 }
 
+const workerUnavailable = (message: string) =>
+  new AppError(503, 'WORKER_UNAVAILABLE', message, {
+    suggestion: 'Check that the Tidings worker is running and connected to Temporal, then retry.',
+  });
+
 /** A caller waiting on a worker gets a clear 503 instead of hanging when no worker answers. */
 async function withinSeconds<T>(seconds: number, work: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () =>
-        reject(
-          new AppError(503, 'WORKER_UNAVAILABLE', `No worker answered within ${seconds} seconds`, {
-            suggestion: 'Check that the Tidings worker is running and connected to Temporal, then retry.',
-          }),
-        ),
-      seconds * 1000,
-    );
+    timer = setTimeout(() => reject(workerUnavailable(`No worker answered within ${seconds} seconds`)), seconds * 1000);
   });
   try {
     return await Promise.race([work, timeout]);

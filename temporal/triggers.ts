@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../config';
 import type { JsonValue } from '../db/entities/contact';
 import { activeExecutionIdsOfContact, claimExecution, releaseExecution, workflowsTriggeredBy } from '../db/executions';
+import { queryOne } from '../db/sql';
 import { loadGraph } from '../db/workflows';
 import type { TemporalGateway } from './client';
 
@@ -23,20 +24,37 @@ export async function startExecution(
   const executionId = await claimExecution(deps.em, input);
   if (!executionId) return null;
   try {
-    await deps.temporal.startJourney({
-      executionId,
-      projectId: input.projectId,
-      workflowId: input.workflowId,
-      contactId: input.contactId,
-      graph: await loadGraph(deps.em, input.workflowId),
-      context: input.context,
-      timeScale: deps.config.journeyTimeScale,
-    });
+    const [graph, names] = await Promise.all([
+      loadGraph(deps.em, input.workflowId),
+      journeyNames(deps.em, input.workflowId, input.contactId),
+    ]);
+    await deps.temporal.startJourney(
+      {
+        executionId,
+        projectId: input.projectId,
+        workflowId: input.workflowId,
+        contactId: input.contactId,
+        graph,
+        context: input.context,
+        timeScale: deps.config.journeyTimeScale,
+      },
+      names,
+    );
     return executionId;
   } catch (err) {
     await releaseExecution(deps.em, executionId, input);
     throw err;
   }
+}
+
+/** The workflow's name and the contact's email, for the execution's summary in the Temporal UI. */
+async function journeyNames(em: EntityManager, workflowId: string, contactId: string): Promise<{ workflow: string; contact: string }> {
+  const row = await queryOne<{ workflow: string | null; contact: string | null }>(
+    em,
+    'select (select name from workflows where id = ?) as workflow, (select email from contacts where id = ?) as contact',
+    [workflowId, contactId],
+  );
+  return { workflow: row?.workflow ?? workflowId, contact: row?.contact ?? contactId };
 }
 
 /**

@@ -1,6 +1,21 @@
-import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { randomUUID } from 'node:crypto';
+import os from 'node:os';
+import { NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
+import type { Logger } from 'pino';
+import { TemporalSdkLogger } from '../logger';
 import { type ActivityDeps, createActivities } from './activities';
-import type { TemporalSettings } from './client';
+import { type TemporalSettings, taskQueuePollers } from './client';
+
+/**
+ * Sends the Temporal SDK's messages, and the Rust core's (forwarded), to the service's logger as
+ * JSON lines, warnings and errors only. Once per process, before any worker or native connection.
+ */
+export function installSdkLogging(logger: Logger): void {
+  Runtime.install({
+    logger: new TemporalSdkLogger(logger, 'WARN'),
+    telemetryOptions: { logging: { filter: { core: 'WARN', other: 'ERROR' }, forward: {} } },
+  });
+}
 
 export interface WorkerHandle {
   worker: Worker;
@@ -9,9 +24,14 @@ export interface WorkerHandle {
   shutdown(): Promise<void>;
 }
 
+/** How long startWorker waits for the server to report the worker's polls (well under a second, normally). */
+const POLL_CONFIRM_TIMEOUT_MS = 30_000;
+
 /**
- * Starts a worker on the task queue. Tests pass a pre-built `workflowBundle` (bundled once
- * per run); the service bundles from source at start.
+ * Starts a worker on the task queue and resolves once the server has seen it poll (see
+ * untilPolling): from then on a workflow or activity task reaches it, so whatever starts next (the
+ * API, a test) can count on a worker. Tests pass a pre-built `workflowBundle` (bundled once per
+ * run); the service bundles from source at start.
  */
 export async function startWorker(
   settings: TemporalSettings,
@@ -23,13 +43,16 @@ export async function startWorker(
     connection,
     namespace: settings.namespace,
     taskQueue: options.taskQueue ?? settings.taskQueue,
+    // The SDK's default (pid@host) repeats across container restarts: the poller a previous
+    // process left in the server's list must not pass for this one's.
+    identity: `${process.pid}@${os.hostname()}/${randomUUID().slice(0, 8)}`,
     activities: createActivities(deps),
     ...(options.workflowBundle
       ? { workflowBundle: options.workflowBundle }
       : { workflowsPath: require.resolve('./workflows') }),
   });
   const done = worker.run().finally(() => connection.close());
-  return {
+  const handle: WorkerHandle = {
     worker,
     done,
     async shutdown() {
@@ -37,4 +60,33 @@ export async function startWorker(
       await done;
     },
   };
+  if (!(await untilPolling(handle, POLL_CONFIRM_TIMEOUT_MS))) {
+    const waited = POLL_CONFIRM_TIMEOUT_MS / 1000;
+    Runtime.instance().logger.warn(`The server has not reported this worker polling "${worker.options.taskQueue}" after ${waited} s`);
+  }
+  return handle;
+}
+
+/**
+ * Resolves true once the server has seen this worker poll its task queue for workflow and for
+ * activity tasks — its workflow code is loaded by then (Worker.create) — or false after
+ * `timeoutMs`; rejects if the worker stops first. `run()` only starts the polls: the worker state
+ * says RUNNING before any of them has reached the server.
+ */
+async function untilPolling(handle: WorkerHandle, timeoutMs: number): Promise<boolean> {
+  const { worker } = handle;
+  const { identity, namespace, taskQueue } = worker.options;
+  const stopped = handle.done.then(() => {
+    throw new Error('The worker stopped before it was polling');
+  });
+  stopped.catch(() => undefined); // still rejects the races below; alone it is no failure
+  const deadline = Date.now() + timeoutMs;
+  for (let delay = 50; ; delay = Math.min(delay * 2, 1000)) {
+    // A server that refuses DescribeTaskQueue (permissions) cannot confirm it: the deadline ends the wait.
+    const described = taskQueuePollers(worker.connection!.workflowService, namespace, taskQueue).catch(() => undefined);
+    const pollers = await Promise.race([described, stopped]);
+    if (pollers?.workflow.includes(identity) && pollers.activity.includes(identity)) return true;
+    if (Date.now() + delay > deadline) return false;
+    await Promise.race([new Promise((resolve) => setTimeout(resolve, delay)), stopped]);
+  }
 }

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
+import { createTestUser } from './helpers/accounts';
 import { bearer, startTestEnv, type TestEnv } from './helpers/env';
 
 /**
@@ -78,6 +79,27 @@ test('project create prints the project and working keys as JSON on stdout', asy
   expect(await publicKeyMessage(printed.publicKey)).toMatch(/public key/i);
 });
 
+test('project create --owner <email>: the account owns it and sees it in its project list; an unknown owner creates nothing', async () => {
+  const user = await createTestUser(env);
+  const result = await cli(['project', 'create', 'owned by cli', '--owner', user.email.toUpperCase()]);
+  if (result.code !== 0) throw new Error(`CLI exited with ${result.code}\nstderr:\n${result.stderr}`);
+  const printed = JSON.parse(result.stdout) as PrintedProject & { role: string };
+  expect(printed).toMatchObject({ name: 'owned by cli', role: 'OWNER' });
+  expect(printed.secretKey).toMatch(/^sk_[0-9a-f]{64}$/);
+  const mine = await env.http().get('/users/@me/projects').set('Cookie', user.cookie);
+  expect(mine.status).toBe(200);
+  expect(mine.body).toEqual(expect.arrayContaining([expect.objectContaining({ id: printed.id, role: 'OWNER' })]));
+  expect((await listContacts(printed.secretKey)).status).toBe(200);
+
+  const before = await env.orm.em.fork().getConnection().execute(`select count(*)::int as n from projects`);
+  const unknown = await cli(['project', 'create', 'nobody owns this', '--owner', 'nobody-here@example.com']);
+  expect(unknown.code).toBe(1);
+  expect(unknown.stdout).toBe('');
+  expect(unknown.stderr).toContain('No account uses the email nobody-here@example.com; sign up first');
+  const after = await env.orm.em.fork().getConnection().execute(`select count(*)::int as n from projects`);
+  expect(after).toEqual(before);
+});
+
 test('project rotate-keys prints new keys; the old ones stop working at once', async () => {
   const before = parseProject(await cli(['project', 'create', 'rotating']));
   expect((await listContacts(before.secretKey)).status).toBe(200);
@@ -113,6 +135,7 @@ describe('usage', () => {
     startHelp: ['start', '--help'],
     badStartFlag: ['start', '--bogus'],
     createWithoutName: ['project', 'create'],
+    ownerWithoutEmail: ['project', 'create', 'x', '--owner'],
     unknownSub: ['project', 'frob', 'x'],
   };
   beforeAll(async () => {
@@ -155,6 +178,8 @@ describe('usage', () => {
     expect(results.badStartFlag!.stderr).toContain('Unknown option for start: --bogus');
     expect(results.createWithoutName!.code).toBe(1);
     expect(results.createWithoutName!.stderr).toContain('project create needs a project name');
+    expect(results.ownerWithoutEmail!.code).toBe(1);
+    expect(results.ownerWithoutEmail!.stderr).toContain('--owner needs the email of an account');
     expect(results.unknownSub!.code).toBe(1);
     expect(results.unknownSub!.stderr).toContain('Unknown project subcommand: frob');
   });

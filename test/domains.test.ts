@@ -81,6 +81,8 @@ test('POST /domains returns the DKIM (RSA 2048), SPF and DMARC records to publis
     lastCheckedAt: null,
     verifiedAt: null,
     createdAt: expect.any(String),
+    // A relay is configured here: nothing can be sent from it until it is verified.
+    sending: { allowed: false, reason: expect.stringMatching(/^Publish the DNS records/) },
   });
   expect(new Date(domain.createdAt).getTime()).toBeGreaterThanOrEqual(before - 1000);
 
@@ -202,6 +204,7 @@ test('a forced check revives a verification workflow that is no longer running',
   const res = await as(project).verify(domain.id);
   expect(res.status).toBe(200);
   expect(res.body.status).toBe('verified');
+  expect(res.body.sending).toEqual({ allowed: true, reason: 'The domain is verified.' });
   const now = await workflowOf(domain.id).describe();
   expect(now.status.name).toBe('RUNNING');
   expect(now.runId).not.toBe(runId);

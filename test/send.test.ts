@@ -147,6 +147,18 @@ test('refusals: unverified domain, bad subject, headers, attachments, missing co
   expect(badTemplate.status).toBe(422);
   expect(fieldsOf(badTemplate)).toEqual(['body']);
 
+  // No sender: the message says what is missing, with or without a template.
+  const noFrom = await send({ to: 'x@example.org', subject: 'S', body: 'B' });
+  expect(noFrom.status).toBe(422);
+  expect(noFrom.body.error.errors).toEqual([expect.objectContaining({ field: 'from', message: 'Required: give `from`, or a template that has a sender' })]);
+  const senderless = await env.http().post('/templates').set(bearer(project.secretKey)).send({ name: 'No sender', subject: 'S', body: 'B' });
+  expect(senderless.status).toBe(201);
+  const noTemplateFrom = await send({ to: 'x@example.org', template: senderless.body.id });
+  expect(noTemplateFrom.status).toBe(422);
+  expect(noTemplateFrom.body.error.errors).toEqual([
+    expect.objectContaining({ field: 'from', message: `The template ${senderless.body.id} has no sender; give \`from\`` }),
+  ]);
+
   // Nothing was queued by any refusal.
   const row = await queryOne<{ n: string }>(
     env.orm.em.fork(),

@@ -1,10 +1,20 @@
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { freePort } from '../cli/temporal-server';
+import {
+  accepts,
+  api,
+  cli,
+  expectCleanStop,
+  freePorts,
+  HEALTH_TIMEOUT_MS,
+  processesUsing,
+  type Service,
+  startService,
+  stopService,
+  waitForHealthy,
+} from './helpers/service-process';
 
 /**
  * `tidings start` with nothing configured: no DATABASE_URL, no TEMPORAL_ADDRESS. The real CLI
@@ -15,182 +25,15 @@ import { freePort } from '../cli/temporal-server';
  * other processes on the machine); the second start uses fresh ports too, since persistence is
  * about DATA_DIR, not ports.
  */
-const ROOT = path.resolve(__dirname, '..');
-const TSX = path.join(ROOT, 'node_modules/.bin/tsx');
-const execFileAsync = promisify(execFile);
-const HEALTH_TIMEOUT_MS = 90_000;
-
 jest.setTimeout(150_000);
-
-/** Settings the service reads; all unset so that it falls back to its embedded defaults. */
-const CONFIG_KEYS = [
-  'NODE_ENV',
-  'PUBLIC_URL',
-  'DATABASE_URL',
-  'TEMPORAL_ADDRESS',
-  'TEMPORAL_NAMESPACE',
-  'TEMPORAL_TASK_QUEUE',
-  'SMTP_URL',
-  'DNS_SERVERS',
-  'JWT_SECRET',
-  'RATE_LIMIT_PER_MINUTE',
-  'DISABLE_SIGNUPS',
-  'PORT',
-  'DATA_DIR',
-  'EMBEDDED_POSTGRES_PORT',
-  'TEMPORAL_DEV_PORT',
-  'TEMPORAL_UI_PORT',
-];
-
-function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  for (const key of CONFIG_KEYS) delete env[key];
-  for (const key of Object.keys(env)) if (key.startsWith('TEST_')) delete env[key];
-  return { ...env, ...extra };
-}
-
-interface Ports {
-  api: number;
-  postgres: number;
-  temporal: number;
-  ui: number;
-}
-
-async function freePorts(): Promise<Ports> {
-  const taken = new Set<number>();
-  const next = async () => {
-    for (;;) {
-      const port = await freePort();
-      if (!taken.has(port)) {
-        taken.add(port);
-        return port;
-      }
-    }
-  };
-  return { api: await next(), postgres: await next(), temporal: await next(), ui: await next() };
-}
-
-interface Service {
-  child: ChildProcess;
-  ports: Ports;
-  stderr(): string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  hasExited(): boolean;
-}
-
-function startService(dataDir: string, ports: Ports): Service {
-  const env = cleanEnv({
-    DATA_DIR: dataDir,
-    PORT: String(ports.api),
-    EMBEDDED_POSTGRES_PORT: String(ports.postgres),
-    TEMPORAL_DEV_PORT: String(ports.temporal),
-    TEMPORAL_UI_PORT: String(ports.ui),
-    LOG_LEVEL: 'warn',
-  });
-  // Own process group, so that a failed test can still take down whatever is left (afterAll).
-  const child = spawn(TSX, ['cli/main.ts', 'start'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-  let stderr = '';
-  let done = false;
-  child.stderr!.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-  child.stdout!.resume();
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-    child.on('exit', (code, signal) => {
-      done = true;
-      resolve({ code, signal });
-    });
-  });
-  return { child, ports, stderr: () => stderr, exited, hasExited: () => done };
-}
-
-const api = (s: Service, p: string) => `http://127.0.0.1:${s.ports.api}${p}`;
-
-async function waitForHealthy(s: Service): Promise<void> {
-  const deadline = Date.now() + HEALTH_TIMEOUT_MS;
-  let last = 'no answer yet';
-  while (Date.now() < deadline) {
-    if (s.hasExited()) throw new Error(`the service exited during start-up:\n${s.stderr()}`);
-    try {
-      const res = await fetch(api(s, '/health'), { signal: AbortSignal.timeout(5_000) });
-      const body = (await res.json()) as { database?: { status: string }; temporal?: { status: string } };
-      if (res.status === 200 && body.database?.status === 'ok' && body.temporal?.status === 'ok') return;
-      last = `${res.status} ${JSON.stringify(body)}`;
-    } catch (err) {
-      last = (err as Error).message;
-    }
-    await new Promise((r) => setTimeout(r, 500));
-  }
-  throw new Error(`not healthy after ${HEALTH_TIMEOUT_MS / 1000}s (last: ${last})\nstderr:\n${s.stderr()}`);
-}
-
-/** Stops the service and expects a clean exit, showing what it printed when it did not exit cleanly. */
-async function expectCleanStop(s: Service): Promise<void> {
-  const { code, signal } = await stopService(s);
-  if (code !== 0 || signal !== null) throw new Error(`exited with ${signal ?? `code ${code}`}, expected code 0:\n${s.stderr()}`);
-}
-
-async function stopService(s: Service, timeoutMs = 45_000): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
-  if (!s.hasExited()) s.child.kill('SIGTERM');
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no exit ${timeoutMs / 1000}s after SIGTERM\nstderr:\n${s.stderr()}`)), timeoutMs);
-  });
-  try {
-    return await Promise.race([s.exited, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect({ host: '127.0.0.1', port });
-    const done = (ok: boolean) => {
-      socket.destroy();
-      resolve(ok);
-    };
-    socket.setTimeout(1_000, () => done(false));
-    socket.once('connect', () => done(true));
-    socket.once('error', () => done(false));
-  });
-}
-
-/** Processes whose command line mentions the data dir: the embedded postgres (-D) and Temporal (--db-filename). */
-async function processesUsing(dir: string): Promise<{ pid: number; args: string }[]> {
-  const { stdout } = await execFileAsync('ps', ['-eo', 'pid=,args=']);
-  return stdout
-    .split('\n')
-    .map((line) => /^\s*(\d+)\s+(.*)$/.exec(line))
-    .filter((m): m is RegExpExecArray => !!m && m[2]!.includes(dir) && Number(m[1]) !== process.pid)
-    .map((m) => ({ pid: Number(m[1]), args: m[2]! }));
-}
-
-interface CliResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function cli(args: string[], env: Record<string, string>): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(TSX, ['cli/main.ts', ...args], { cwd: ROOT, env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
 
 let dataDir: string;
 const services: Service[] = [];
 let first: Service;
 let project: { id: string; secretKey: string };
 let contactId: string;
+let domainId: string;
+let domainKey: string;
 
 beforeAll(() => {
   dataDir = mkdtempSync(path.join(os.tmpdir(), 'tidings-start-'));
@@ -243,6 +86,33 @@ test('with nothing configured it starts an embedded PostgreSQL and a Temporal de
     if (ui !== 200) await new Promise((r) => setTimeout(r, 500));
   }
   expect(ui).toBe(200);
+});
+
+/** A request through the API of `s` as JSON. */
+async function call(s: Service, method: string, p: string, headers: Record<string, string>, body?: unknown) {
+  const res = await fetch(api(s, p), {
+    method,
+    headers: { 'content-type': 'application/json', ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, headers: res.headers, body: (await res.json()) as Record<string, unknown> };
+}
+
+test('right after the first 200 of /health, a forced domain check (an Update) is answered by the worker', async () => {
+  // A session and a project through the API: no other process in between that would warm things up.
+  const signup = await call(first, 'POST', '/auth/signup', {}, { email: 'ops@start.test', password: 'start-password' });
+  expect(signup.status).toBe(201);
+  const cookie = signup.headers.get('set-cookie')!.split(';')[0]!;
+  const created = await call(first, 'POST', '/users/@me/projects', { cookie }, { name: 'ops' });
+  expect(created.status).toBe(201);
+  const auth = { Authorization: `Bearer ${created.body.secretKey as string}` };
+  const added = await call(first, 'POST', '/domains', auth, { domain: 'start.test' });
+  expect(added.status).toBe(201);
+  domainId = added.body.id as string;
+  const verified = await call(first, 'GET', `/domains/${domainId}/verify`, auth);
+  expect(verified.status).toBe(200);
+  expect(verified.body).toMatchObject({ id: domainId, domain: 'start.test' });
+  domainKey = created.body.secretKey as string;
 });
 
 test('project create reuses the running embedded PostgreSQL; its key works against the service', async () => {
@@ -300,6 +170,9 @@ test('a second start on the same DATA_DIR finds the project and the contact agai
   const res = await fetch(api(second, `/contacts/${contactId}`), { headers: { Authorization: `Bearer ${project.secretKey}` } });
   expect(res.status).toBe(200);
   expect(await res.json()).toMatchObject({ id: contactId, email: 'ada@example.com', data: { plan: 'pro', seats: 3 } });
+  // The domain's workflow outlived the first service in Temporal's state; the new worker answers it.
+  const verified = await call(second, 'GET', `/domains/${domainId}/verify`, { Authorization: `Bearer ${domainKey}` });
+  expect(verified.status).toBe(200);
 
   await expectCleanStop(second);
   expect(await processesUsing(dataDir)).toEqual([]);

@@ -14,6 +14,9 @@ const DOMAIN = 'acme-pages.test';
 // Served behind a path prefix (a reverse proxy strips it): the pages' forms and links must
 // still lead back through the prefix.
 const PUBLIC_URL = 'http://localhost:3000/mail';
+// The pages name the project, escaped.
+const PROJECT_NAME = 'Pages & <Co>';
+const SHOWN_NAME = 'Pages &amp; &lt;Co&gt;';
 
 /** The app's path for a public URL: what the proxy in front of it would forward. */
 const appPath = (url: string) => {
@@ -65,7 +68,7 @@ const eventNames = async (id: string) =>
 beforeAll(async () => {
   sending = await startSendingEnv({ PUBLIC_URL });
   ({ env, smtp } = sending);
-  project = await env.project('pages project');
+  project = await env.project(PROJECT_NAME);
   await sending.verifiedDomain(project, DOMAIN);
 });
 
@@ -80,6 +83,8 @@ test('unsubscribe (page, then RFC 8058 one-click POST), manage, and subscribe ag
   expect(page.status).toBe(200);
   expect(page.headers['content-type']).toMatch(/^text\/html/);
   expect(page.text).toContain('reader@example.org');
+  expect(page.text).toContain(`<h1>Unsubscribe from ${SHOWN_NAME}</h1>`);
+  expect(page.text).not.toContain(PROJECT_NAME);
   expect(targets(page.text, links.unsubscribeUrl).forms).toEqual([links.unsubscribeUrl]);
   expect(await isSubscribed(links.contactId)).toBe(true);
   expect(await eventNames(links.contactId)).toEqual([]);
@@ -91,7 +96,7 @@ test('unsubscribe (page, then RFC 8058 one-click POST), manage, and subscribe ag
     .send('List-Unsubscribe=One-Click');
   expect(oneClick.status).toBe(200);
   expect(oneClick.headers['content-type']).toMatch(/^text\/html/);
-  expect(oneClick.text).toContain('You are unsubscribed');
+  expect(oneClick.text).toContain(`<h1>You are unsubscribed from ${SHOWN_NAME}</h1>`);
   expect(targets(oneClick.text, links.unsubscribeUrl).links).toEqual([links.manageUrl]);
   expect(await isSubscribed(links.contactId)).toBe(false);
   expect(await eventNames(links.contactId)).toEqual(['contact.unsubscribed']);
@@ -103,18 +108,19 @@ test('unsubscribe (page, then RFC 8058 one-click POST), manage, and subscribe ag
 
   const manage = await env.http().get(appPath(links.manageUrl));
   expect(manage.status).toBe(200);
-  expect(manage.text).toContain('<strong>unsubscribed</strong>');
+  expect(manage.text).toContain(`<strong>unsubscribed</strong> to email from <strong>${SHOWN_NAME}</strong>`);
   expect(manage.text).toContain('Subscribe again');
   expect(targets(manage.text, links.manageUrl).forms).toEqual([links.subscribeUrl]);
 
   const confirm = await env.http().get(appPath(links.subscribeUrl));
   expect(confirm.status).toBe(200);
+  expect(confirm.text).toContain(`<h1>Subscribe to ${SHOWN_NAME}</h1>`);
   expect(targets(confirm.text, links.subscribeUrl).forms).toEqual([links.subscribeUrl]);
   expect(await isSubscribed(links.contactId)).toBe(false);
 
   const subscribe = await env.http().post(appPath(links.subscribeUrl)).type('form').send('');
   expect(subscribe.status).toBe(200);
-  expect(subscribe.text).toContain('You are subscribed');
+  expect(subscribe.text).toContain(`<h1>You are subscribed to ${SHOWN_NAME}</h1>`);
   expect(await isSubscribed(links.contactId)).toBe(true);
   expect(await eventNames(links.contactId)).toEqual(['contact.subscribed', 'contact.unsubscribed']);
 

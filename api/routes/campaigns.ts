@@ -15,6 +15,7 @@ import {
 import { requireVerifiedSender } from '../../db/domains';
 import type { AppDeps } from '../context';
 import type { RouteRegistry } from '../routing';
+import { ERROR_TEXT } from '../openapi';
 import { cursorPage, idParams } from '../schemas/common';
 import {
   campaignListQuery,
@@ -49,12 +50,20 @@ export function registerCampaignRoutes(api: RouteRegistry, deps: AppDeps): void 
     path: '/campaigns',
     tag: 'Campaigns',
     summary: 'Create a campaign in DRAFT (`from` must be on a verified domain; segmentId null = all subscribed contacts)',
+    description: `A campaign is one message to an audience: the subscribed members of \`segmentId\`, or every
+subscribed contact when it is null. Its subject and body are Handlebars, rendered per recipient and
+compiled now (a syntax error is a 422). It starts as a DRAFT: nothing is sent until
+\`POST /campaigns/{id}/send\`; \`POST /campaigns/{id}/test\` sends a single copy to check it first.
+
+Lifecycle: DRAFT → SENDING (sent now) or SCHEDULED (\`scheduledFor\`) → SENDING → SENT; a SCHEDULED or
+SENDING campaign can be CANCELLED. Only DRAFT and SCHEDULED campaigns can be edited.`,
+    errors: { 403: ERROR_TEXT.domainNotVerified },
     auth: 'secret',
     body: createCampaignBody,
     response: campaignSchema,
     status: 201,
     handler: async ({ scope, project, body }) => {
-      await requireVerifiedSender(scope.em, project.id, body.from);
+      await requireVerifiedSender(scope.em, project.id, body.from, deps.config);
       await checkSegment(scope.em, project.id, body.segmentId);
       return createCampaign(scope.em, project.id, body);
     },
@@ -76,12 +85,13 @@ export function registerCampaignRoutes(api: RouteRegistry, deps: AppDeps): void 
     path: '/campaigns/:id',
     tag: 'Campaigns',
     summary: 'Replace a DRAFT or SCHEDULED campaign (409 otherwise); `scheduledFor` moves a SCHEDULED one',
+    errors: { 403: ERROR_TEXT.domainNotVerified, 409: '`CAMPAIGN_NOT_EDITABLE`: the campaign is SENDING, SENT or CANCELLED' },
     auth: 'secret',
     params: idParams,
     body: replaceCampaignBody,
     response: campaignSchema,
     handler: async ({ scope, project, params, body }) => {
-      await requireVerifiedSender(scope.em, project.id, body.from);
+      await requireVerifiedSender(scope.em, project.id, body.from, deps.config);
       await checkSegment(scope.em, project.id, body.segmentId);
       return scope.em.transactional(async (tx) => {
         const { campaign, rescheduledTo } = await replaceCampaign(tx, project.id, params.id, body);
@@ -96,6 +106,7 @@ export function registerCampaignRoutes(api: RouteRegistry, deps: AppDeps): void 
     path: '/campaigns/:id',
     tag: 'Campaigns',
     summary: 'Delete a campaign (409 while it is SCHEDULED or SENDING: cancel it first)',
+    errors: { 409: '`CAMPAIGN_ACTIVE`: the campaign is SCHEDULED or SENDING; cancel it first' },
     auth: 'secret',
     params: idParams,
     response: z.object({ id: z.string(), deleted: z.literal(true) }),
@@ -122,6 +133,15 @@ export function registerCampaignRoutes(api: RouteRegistry, deps: AppDeps): void 
     path: '/campaigns/:id/send',
     tag: 'Campaigns',
     summary: 'Send a DRAFT now (→ SENDING) or at a future `scheduledFor` (→ SCHEDULED); 422 with no recipients or a past time',
+    description: `Counts the audience now (422 when it is empty) and checks it against the monthly campaign cap
+(402 when the audience is larger than what is left). Then a durable workflow waits until \`scheduledFor\`
+if given, freezes the audience, and sends in batches at the project's throttle; the campaign is SENT
+when every recipient has been handled. Follow it with \`GET /campaigns/{id}\` or \`/stats\`.`,
+    errors: {
+      402: ERROR_TEXT.billingLimit,
+      403: ERROR_TEXT.domainNotVerified,
+      409: '`CAMPAIGN_NOT_DRAFT`: only a DRAFT can be sent (move a SCHEDULED one with `PUT`, or duplicate a sent one)',
+    },
     auth: 'secret',
     params: idParams,
     body: sendCampaignBody,
@@ -129,7 +149,7 @@ export function registerCampaignRoutes(api: RouteRegistry, deps: AppDeps): void 
     handler: ({ scope, project, params, body }) =>
       scope.em.transactional(async (tx) => {
         const campaign = await markCampaignForSending(tx, project.id, params.id, body.scheduledFor);
-        await requireVerifiedSender(tx, project.id, campaign.from);
+        await requireVerifiedSender(tx, project.id, campaign.from, deps.config);
         await deps.temporal.startCampaign({ projectId: project.id, campaignId: campaign.id, scheduledFor: campaign.scheduledFor });
         return campaign;
       }),
@@ -140,6 +160,7 @@ export function registerCampaignRoutes(api: RouteRegistry, deps: AppDeps): void 
     path: '/campaigns/:id/cancel',
     tag: 'Campaigns',
     summary: 'Cancel a SCHEDULED or SENDING campaign (→ CANCELLED; a running send stops within about a tenth of a second)',
+    errors: { 409: '`CAMPAIGN_NOT_CANCELLABLE`: only SCHEDULED or SENDING campaigns can be cancelled' },
     auth: 'secret',
     params: idParams,
     response: campaignSchema,
@@ -156,6 +177,8 @@ export function registerCampaignRoutes(api: RouteRegistry, deps: AppDeps): void 
     path: '/campaigns/:id/test',
     tag: 'Campaigns',
     summary: 'Send one rendered copy to an address; the campaign, its recipients and stats do not change',
+    description: 'Rendered with the contact of that address when there is one (else with placeholder contact values). The copy counts toward the monthly campaign cap.',
+    errors: { 402: ERROR_TEXT.billingLimit, 403: ERROR_TEXT.domainNotVerified },
     auth: 'secret',
     params: idParams,
     body: testCampaignBody,
@@ -166,6 +189,7 @@ export function registerCampaignRoutes(api: RouteRegistry, deps: AppDeps): void 
         const emailId = await queueTestEmail(tx, project.id, params.id, body.email, {
           publicUrl: deps.config.publicUrl,
           linkSecret: deps.linkSecret,
+          senders: deps.config,
         });
         await deps.temporal.sendEmails(project.id, [emailId]);
         return { emailId, email: body.email.toLowerCase(), status: 'QUEUED' as const };

@@ -19,6 +19,8 @@ export function registerContactRoutes(api: RouteRegistry, _deps: AppDeps): void 
     path: '/contacts',
     tag: 'Contacts',
     summary: 'List contacts, newest first (cursor pagination; `search` matches part of the email)',
+    description: `Pages of up to \`limit\` contacts (default 20, at most 100), newest first. Pass the returned \`cursor\`
+to get the next page; it is \`null\` on the last one. \`total\` counts the matching contacts on the first page.`,
     auth: 'secret',
     query: listContactsQuery,
     response: cursorPage(contactSchema),
@@ -30,6 +32,14 @@ export function registerContactRoutes(api: RouteRegistry, _deps: AppDeps): void 
     path: '/contacts',
     tag: 'Contacts',
     summary: 'Create a contact, or update the one with this email (201 when created)',
+    description: `An upsert by email (case-insensitive, stored lower-cased): 201 with \`_meta.isNew\` when the contact
+is created, 200 when the existing one was updated.
+
+- \`subscribed\`: a new contact is subscribed unless \`false\` is sent; an existing one keeps its state
+  when it is omitted. A change records a \`contact.subscribed\` / \`contact.unsubscribed\` event.
+- \`data\` is a patch of custom fields: keys are merged into what is stored, \`null\` removes a key, \`""\`
+  is ignored, and reserved names (\`email\`, \`subscribed\`, \`unsubscribeUrl\`, …) are dropped. A field's
+  type (string, number, boolean, date) is inferred when it is first used.`,
     auth: 'secret',
     body: createContactBody,
     response: upsertContactResponse,
@@ -67,6 +77,9 @@ export function registerContactRoutes(api: RouteRegistry, _deps: AppDeps): void 
     path: '/contacts/:id',
     tag: 'Contacts',
     summary: 'Update email, subscribed and/or data (data is a patch)',
+    description: `Changes only what is sent. \`data\` follows the same patch rules as \`POST /contacts\`
+(\`null\` removes a key). Changing \`email\` to that of another contact is a 409.`,
+    errors: { 409: '`CONFLICT`: another contact of the project already has that email' },
     auth: 'secret',
     params: idParams,
     body: updateContactBody,
@@ -79,6 +92,7 @@ export function registerContactRoutes(api: RouteRegistry, _deps: AppDeps): void 
     path: '/contacts/:id',
     tag: 'Contacts',
     summary: 'Delete a contact',
+    description: 'Deletes the contact, and with it its events and segment memberships. To delete many at once, use `POST /contacts/bulk-delete`.',
     auth: 'secret',
     params: idParams,
     response: z.object({ id: z.string(), deleted: z.literal(true) }),

@@ -1,9 +1,10 @@
 import { z } from 'zod';
-import { addDomain, deleteDomain, getDomain, listDomains } from '../../db/domains';
+import { addDomain, deleteDomain, getDomain, listDomains, withSendingState } from '../../db/domains';
 import { notFound } from '../../errors';
 import { generateDkimKeyPair } from '../../mail/dkim';
 import type { AppDeps } from '../context';
 import type { RouteRegistry } from '../routing';
+import { ERROR_TEXT } from '../openapi';
 import { idParams } from '../schemas/common';
 import { addDomainBody, domainSchema, projectIdParams } from '../schemas/domains';
 
@@ -13,6 +14,15 @@ export function registerDomainRoutes(api: RouteRegistry, deps: AppDeps): void {
     path: '/domains',
     tag: 'Domains',
     summary: 'Register a sending domain; returns the DNS records to publish (a workflow re-checks them until verified)',
+    description: `Mail can only be sent from a domain of the project. The service generates a DKIM key pair for
+the domain (it signs every message from it) and answers with the DNS \`records\` to publish: the DKIM
+TXT record, which decides verification, plus SPF, DMARC and return-path records that help delivery.
+
+A background workflow checks the records every few minutes while the domain is \`pending\`, and
+regularly once it is \`verified\` (a domain whose DKIM record disappears goes back to \`pending\`).
+\`GET /domains/{id}/verify\` checks now. In outbox mode (no SMTP relay configured) a registered
+domain can send at once. Needs the ADMIN role with a session.`,
+    errors: { 409: '`CONFLICT`: the domain is already registered, in this project or another one (a domain belongs to one project)' },
     auth: 'secret',
     role: 'ADMIN',
     body: addDomainBody,
@@ -21,7 +31,7 @@ export function registerDomainRoutes(api: RouteRegistry, deps: AppDeps): void {
     handler: async ({ scope, project, body }) => {
       const domain = await addDomain(scope.em, project.id, body.domain, await generateDkimKeyPair());
       await deps.temporal.startDomainVerification(project.id, domain.id);
-      return domain;
+      return withSendingState(domain, deps.config);
     },
   });
 
@@ -33,10 +43,10 @@ export function registerDomainRoutes(api: RouteRegistry, deps: AppDeps): void {
     auth: 'secret',
     params: projectIdParams,
     response: z.array(domainSchema),
-    handler: ({ scope, project, params }) => {
+    handler: async ({ scope, project, params }) => {
       // A key only ever sees its own project; any other id is as good as nonexistent.
       if (params.projectId !== project.id) throw notFound('project');
-      return listDomains(scope.em, project.id);
+      return (await listDomains(scope.em, project.id)).map((d) => withSendingState(d, deps.config));
     },
   });
 
@@ -45,6 +55,9 @@ export function registerDomainRoutes(api: RouteRegistry, deps: AppDeps): void {
     path: '/domains/:id/verify',
     tag: 'Domains',
     summary: "Check the domain's DNS records now and return the result",
+    description: `Runs the same check as the background workflow, now, and answers with the domain and
+\`lastCheck\` (the state of its DKIM, SPF and DMARC records). A GET that acts: it may change \`status\`.`,
+    errors: { 503: ERROR_TEXT.workerUnavailable },
     auth: 'secret',
     role: 'ADMIN',
     params: idParams,
@@ -53,7 +66,7 @@ export function registerDomainRoutes(api: RouteRegistry, deps: AppDeps): void {
       await getDomain(scope.em, project.id, params.id);
       const { domain } = await deps.temporal.checkDomainNow(project.id, params.id);
       if (!domain) throw notFound('domain');
-      return domain;
+      return withSendingState(domain, deps.config);
     },
   });
 
@@ -62,6 +75,7 @@ export function registerDomainRoutes(api: RouteRegistry, deps: AppDeps): void {
     path: '/domains/:id',
     tag: 'Domains',
     summary: 'Remove a domain (ends its verification workflow)',
+    description: 'Mail can no longer be sent from the domain; its DKIM key is deleted, so publish new records if you add it again.',
     auth: 'secret',
     role: 'ADMIN',
     params: idParams,

@@ -39,6 +39,9 @@ export function registerExecutionRoutes(api: RouteRegistry, deps: AppDeps): void
     path: '/workflows/:id/executions',
     tag: 'Workflow executions',
     summary: 'Start an execution for a contact (the workflow must be enabled; the re-entry rule applies)',
+    errors: {
+      409: '`WORKFLOW_DISABLED`: the workflow is not enabled. `CONFLICT`: the contact already entered it (no re-entry) or has an active execution of it',
+    },
     auth: 'secret',
     params: workflowIdParams,
     body: startExecutionBody,

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { query } from '../../db/sql';
 import type { AppDeps } from '../context';
-import { renderDocsPage } from '../docs-page';
+import { AppError } from '../../errors';
+import { DOCS_ASSETS, renderDocsPage, sendDocsAsset } from '../docs-page';
 import { buildOpenApi } from '../openapi';
 import type { RouteRegistry } from '../routing';
 
@@ -55,14 +56,22 @@ export function registerMetaRoutes(api: RouteRegistry, deps: AppDeps, version: s
   });
 
   let cached: Record<string, unknown> | undefined;
-  const document = () => (cached ??= buildOpenApi(api.routes, { version, serverUrl: deps.config.publicUrl }));
+  const document = () =>
+    (cached ??= buildOpenApi(api.routes, {
+      version,
+      serverUrl: deps.config.publicUrl,
+      rateLimitPerMinute: deps.config.rateLimitPerMinute,
+      outbox: deps.config.outbox,
+    }));
 
   api.add({
     method: 'get',
     path: '/openapi.json',
     tag: 'Service',
     summary: 'This API described as OpenAPI 3.1',
+    description: 'The document /docs renders, generated from the same schemas that validate requests.',
     auth: 'none',
+    response: z.record(z.string(), z.unknown()).describe('An OpenAPI 3.1 document'),
     handler: () => document(),
   });
 
@@ -70,11 +79,25 @@ export function registerMetaRoutes(api: RouteRegistry, deps: AppDeps, version: s
     method: 'get',
     path: '/docs',
     tag: 'Service',
-    summary: 'Human-readable API reference',
+    summary: 'This reference (HTML: Swagger UI over /openapi.json)',
     auth: 'none',
     raw: true,
     handler: ({ res }) => {
-      res.type('html').send(renderDocsPage(document()));
+      res.type('html').send(renderDocsPage());
+    },
+  });
+
+  api.add({
+    method: 'get',
+    path: '/docs/assets/:file',
+    tag: 'Service',
+    summary: 'Static files of the reference page (Swagger UI, served from the installed package)',
+    description: `One of ${DOCS_ASSETS.map((f) => `\`${f}\``).join(', ')}; anything else is 404. Cacheable for a year: the page links them with the package version in the query string.`,
+    auth: 'none',
+    params: z.object({ file: z.string().describe('File name') }),
+    raw: true,
+    handler: async ({ params, res }) => {
+      if (!(await sendDocsAsset(res, params.file))) throw new AppError(404, 'NOT_FOUND', `No such file: ${params.file}`);
     },
   });
 }

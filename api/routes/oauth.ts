@@ -45,6 +45,8 @@ export function registerOAuthRoutes(api: RouteRegistry, deps: AppDeps): void {
     path: '/auth/oauth/:provider',
     tag: TAG,
     summary: 'Start signing in with a provider: redirects (302) to it; 404 when it is not configured',
+    // Documentation only: a raw route sets its own status.
+    status: 302,
     auth: 'none',
     params: providerParams,
     raw: true,
@@ -62,6 +64,8 @@ export function registerOAuthRoutes(api: RouteRegistry, deps: AppDeps): void {
     tag: TAG,
     summary:
       "The provider's redirect back: checks the state, signs in (or creates) the account of the provider's verified email, sets the session cookie and redirects to the dashboard",
+    // Documentation only: a raw route sets its own status.
+    status: 302,
     auth: 'none',
     params: providerParams,
     query: callbackQuery,

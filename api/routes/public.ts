@@ -1,10 +1,13 @@
 import { queueSend } from '../../db/send';
+import { outboxNotice } from '../../mail/outbox';
 import { forgetIdempotencyKey, idempotent } from '../../db/idempotency';
 import { type TrackedEvent, trackEvent } from '../../db/track';
 import { deliverTrackedEvent } from '../../temporal/triggers';
 import type { AppDeps } from '../context';
 import { idempotencyKey } from '../idempotency-key';
 import type { RouteContext, RouteRegistry } from '../routing';
+import { ERROR_TEXT } from '../openapi';
+import { sendExamples, trackExamples } from '../schemas/public-examples';
 import { MESSAGE_MAX_BYTES, sendBody, sendResponse } from '../schemas/send';
 import { trackBody, trackResponse } from '../schemas/events';
 import type { Response } from 'express';
@@ -17,6 +20,28 @@ export function registerPublicRoutes(api: RouteRegistry, deps: AppDeps): void {
     path: '/v1/send',
     tag: 'Public API',
     summary: 'Send a transactional email to one or more recipients (queued at once, delivered by a workflow)',
+    description: `Renders and queues one email per recipient, then answers at once with their ids; a workflow
+delivers them (statuses QUEUED → SENT → DELIVERED / OPENED / CLICKED, or BOUNCED / FAILED), retrying for
+as long as the relay is unreachable.
+
+- \`to\`: an address, \`{name, email}\`, or an array of up to 100 of them. Each recipient gets its own
+  message, rendered with its own contact's variables. Recipients become contacts if they are not;
+  **new contacts are not subscribed** unless \`subscribed: true\` is sent, and a \`name\` given in \`to\`
+  is stored as \`data.name\`.
+- \`subject\` and \`body\` (HTML, Handlebars) are required unless \`template\` is given; given with a
+  template, they replace its own. With \`type: "markdown"\` the body is Markdown, rendered to HTML.
+- \`from\` is required unless the template has a sender. Its domain must be one of the project's
+  domains: verified, or just registered in outbox mode (otherwise 403 \`DOMAIN_NOT_VERIFIED\`).
+- \`data\` is stored on each contact (null removes a key; \`{value, persistent: false}\` is used for
+  this send only) and is available to the template as \`{{data.key}}\` and \`{{key}}\`.
+- Attachments: at most 10, 10 MB decoded in total, the whole message at most 40 MB (413 beyond).
+- With a MARKETING template the mail carries one-click unsubscribe headers and, unless
+  \`tracking: false\`, open and click tracking.
+- Over the project's monthly transactional cap nothing is queued (402).
+- Send an \`Idempotency-Key\` to make retries safe.`,
+    idempotent: true,
+    errors: { 402: ERROR_TEXT.billingLimit, 403: ERROR_TEXT.domainNotVerified, 409: ERROR_TEXT.idempotency },
+    examples: sendExamples,
     auth: 'secret',
     body: sendBody,
     // Attachments travel base64-encoded: 40 MB of message needs a little more than that as JSON.
@@ -26,12 +51,19 @@ export function registerPublicRoutes(api: RouteRegistry, deps: AppDeps): void {
       const result = await idempotent(scope.em, project.id, 'send', idempotencyKey(req), body, async (tx) => {
         const emails = await queueSend(
           tx,
-          { projectId: project.id, publicUrl: deps.config.publicUrl, linkSecret: deps.linkSecret, maxMessageBytes: MESSAGE_MAX_BYTES },
+          {
+            projectId: project.id,
+            publicUrl: deps.config.publicUrl,
+            linkSecret: deps.linkSecret,
+            maxMessageBytes: MESSAGE_MAX_BYTES,
+            senders: deps.config,
+          },
           body,
         );
         // Started before the commit: if Temporal refuses, the rows roll back and the client can retry.
         await deps.temporal.sendEmails(project.id, emails.map((e) => e.email));
-        return { status: 200, body: { success: true, data: { emails, timestamp: new Date().toISOString() } } };
+        const outbox = deps.config.outbox ? { outbox: outboxNotice(deps.config.publicUrl) } : {};
+        return { status: 200, body: { success: true, data: { emails, timestamp: new Date().toISOString(), ...outbox } } };
       });
       return replay(res, result);
     },
@@ -70,7 +102,23 @@ export function registerPublicRoutes(api: RouteRegistry, deps: AppDeps): void {
     path: '/v1/track',
     tag: 'Public API',
     summary: 'Track an event for a contact (created when absent; public or secret key)',
+    description: `Records that \`event\` happened to the contact with \`email\`, creating the contact when absent
+(subscribed, unless \`subscribed: false\`). \`data\` is merged into the contact's data with the usual rules
+(null removes a key, \`{value, persistent: false}\` reaches triggered workflows without being stored) and kept
+on the event.
+
+Then every enabled workflow triggered by this event name starts an execution for the contact (subject to
+its re-entry rule), and the contact's executions waiting for this event move on.
+
+The **public key** (\`pk_…\`) works here, so a web page can call it directly (CORS allowed). Names starting
+with \`email.\`, \`contact.\` or \`segment.\` are reserved for events the service emits (422).
+Send an \`Idempotency-Key\` to make retries safe.`,
+    idempotent: true,
+    errors: { 409: ERROR_TEXT.idempotency },
+    examples: trackExamples,
     auth: 'publicOrSecret',
+    // Pages call it straight from the browser with the public key.
+    cors: true,
     body: trackBody,
     response: trackResponse,
     handler: track,
@@ -81,6 +129,9 @@ export function registerPublicRoutes(api: RouteRegistry, deps: AppDeps): void {
     path: '/events/track',
     tag: 'Events',
     summary: 'Dashboard alias of POST /v1/track',
+    description: 'Same body, rules and answer as `POST /v1/track` (they share `Idempotency-Key`s), for the secret key or a session.',
+    idempotent: true,
+    errors: { 409: ERROR_TEXT.idempotency },
     auth: 'secret',
     body: trackBody,
     response: trackResponse,

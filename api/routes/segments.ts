@@ -44,6 +44,43 @@ export function registerSegmentRoutes(api: RouteRegistry, deps: AppDeps): void {
     path: '/segments',
     tag: 'Segments',
     summary: 'Create a segment: DYNAMIC needs a condition, STATIC rejects one (its members are added separately); counted at once',
+    description: `A DYNAMIC segment is every contact matching its \`condition\`, evaluated when it is used
+(\`GET /segments/{id}/contacts\`, a campaign's audience); \`memberCount\` is a cached count. A condition is one filter
+\`{field, operator, value?, unit?}\` or a group \`{logic: "AND"|"OR", groups: [{filters: [...], conditions?: <group>}]}\`.
+
+- \`email\`, \`subscribed\`, \`createdAt\`, \`updatedAt\`, \`data.<path>\`: equals, notEquals, contains,
+  notContains, greaterThan, lessThan, greaterThanOrEqual, lessThanOrEqual, exists, notExists, and for
+  dates within / olderThan (\`value\` + \`unit\`). Data compares by the field's type; a missing field never
+  matches a comparison.
+- \`event.<name>\` and \`email.<sent|delivered|opened|clicked|bounced|complained>\`: triggered,
+  notTriggered, triggeredWithin, triggeredOlderThan.
+- \`segment.<id>\`: memberOfSegment, notMemberOfSegment.
+
+A STATIC segment holds the contacts added with \`POST /segments/{id}/members\`. With \`trackMembership\`,
+\`POST /segments/{id}/compute\` records who entered and left, as \`segment.<slug>.entry\` / \`.exit\`
+events that can trigger workflows.`,
+    examples: {
+      request: {
+        dynamic: {
+          summary: 'Pro-plan contacts who signed up in the last 7 days',
+          value: {
+            name: 'New pro customers',
+            condition: {
+              logic: 'AND',
+              groups: [
+                {
+                  filters: [
+                    { field: 'data.plan', operator: 'equals', value: 'pro' },
+                    { field: 'event.signed-up', operator: 'triggeredWithin', value: 7, unit: 'days' },
+                  ],
+                },
+              ],
+            },
+          },
+        },
+        static: { summary: 'A list you fill yourself', value: { name: 'Beta testers', type: 'STATIC' } },
+      },
+    },
     auth: 'secret',
     body: createSegmentBody,
     response: segmentSchema,
@@ -79,6 +116,7 @@ export function registerSegmentRoutes(api: RouteRegistry, deps: AppDeps): void {
     path: '/segments/:id',
     tag: 'Segments',
     summary: 'Delete a segment; 409 while a scheduled or sending campaign uses it',
+    errors: { 409: '`CONFLICT`: a SCHEDULED or SENDING campaign uses the segment' },
     auth: 'secret',
     params: idParams,
     response: z.object({ id: z.string(), deleted: z.literal(true) }),
@@ -105,6 +143,7 @@ export function registerSegmentRoutes(api: RouteRegistry, deps: AppDeps): void {
     path: '/segments/:id/members',
     tag: 'Segments',
     summary: 'Add contacts to a STATIC segment by email (createMissing creates unknown ones)',
+    errors: { 409: '`CONFLICT`: the segment is DYNAMIC; change its condition instead' },
     auth: 'secret',
     params: idParams,
     body: addMembersBody,
@@ -117,6 +156,7 @@ export function registerSegmentRoutes(api: RouteRegistry, deps: AppDeps): void {
     path: '/segments/:id/members',
     tag: 'Segments',
     summary: 'Remove contacts from a STATIC segment by email',
+    errors: { 409: '`CONFLICT`: the segment is DYNAMIC; change its condition instead' },
     auth: 'secret',
     params: idParams,
     body: removeMembersBody,
@@ -130,6 +170,7 @@ export function registerSegmentRoutes(api: RouteRegistry, deps: AppDeps): void {
     tag: 'Segments',
     summary:
       'Recompute the membership of a tracked DYNAMIC segment (a Temporal workflow): writes it, fires segment.<slug>.entry / .exit events, which trigger workflows',
+    errors: { 409: '`CONFLICT`: only a DYNAMIC segment with `trackMembership` can be computed' },
     auth: 'secret',
     params: idParams,
     response: computeResponse,

@@ -26,8 +26,8 @@ export function registerSubscriptionRoutes(api: RouteRegistry, deps: AppDeps): v
         const state = contactId ? await getSubscription(scope.em, contactId) : undefined;
         if (!state) return void res.status(404).type('html').send(subscriptionPages.invalid());
         const html = subscribed
-          ? subscriptionPages.confirmSubscribe(state.email, params.token)
-          : subscriptionPages.confirmUnsubscribe(state.email, params.token);
+          ? subscriptionPages.confirmSubscribe(state, params.token)
+          : subscriptionPages.confirmUnsubscribe(state, params.token);
         res.type('html').send(html);
       },
     });
@@ -45,7 +45,7 @@ export function registerSubscriptionRoutes(api: RouteRegistry, deps: AppDeps): v
         const contactId = contactOf(params.token);
         const state = contactId ? await setSubscription(scope.em, contactId, subscribed) : undefined;
         if (!state) return void res.status(404).type('html').send(subscriptionPages.invalid());
-        res.type('html').send(subscriptionPages.done(state.email, state.subscribed, params.token));
+        res.type('html').send(subscriptionPages.done(state, params.token));
       },
     });
   }
@@ -62,7 +62,7 @@ export function registerSubscriptionRoutes(api: RouteRegistry, deps: AppDeps): v
       const contactId = contactOf(params.token);
       const state = contactId ? await getSubscription(scope.em, contactId) : undefined;
       if (!state) return void res.status(404).type('html').send(subscriptionPages.invalid());
-      res.type('html').send(subscriptionPages.manage(state.email, state.subscribed, params.token));
+      res.type('html').send(subscriptionPages.manage(state, params.token));
     },
   });
 }

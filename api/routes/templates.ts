@@ -11,10 +11,11 @@ import {
 } from '../../db/templates';
 import type { AppDeps } from '../context';
 import type { RouteRegistry } from '../routing';
+import { ERROR_TEXT } from '../openapi';
 import { cursorPage, idParams } from '../schemas/common';
 import { createTemplateBody, templateListQuery, templateSchema, templateUsageSchema, updateTemplateBody } from '../schemas/templates';
 
-export function registerTemplateRoutes(api: RouteRegistry, _deps: AppDeps): void {
+export function registerTemplateRoutes(api: RouteRegistry, deps: AppDeps): void {
   api.add({
     method: 'get',
     path: '/templates',
@@ -31,12 +32,20 @@ export function registerTemplateRoutes(api: RouteRegistry, _deps: AppDeps): void
     path: '/templates',
     tag: 'Templates',
     summary: 'Create a template (subject and body are compiled now; `from` must be on a verified domain)',
+    description: `A template holds a subject and an HTML body in Handlebars (see *Template variables* above), and
+optionally a sender (\`from\`, \`fromName\`, \`replyTo\`) that \`/v1/send\` and workflow SEND_EMAIL steps use
+when they give none.
+
+Both are compiled now: a syntax error is a 422 naming \`subject\` or \`body\`, never a failed send later.
+\`type\` MARKETING makes mail from the template marketing mail (unsubscribe headers, open and click
+tracking); TRANSACTIONAL (the default) is for mail the contact asked for.`,
+    errors: { 403: ERROR_TEXT.domainNotVerified },
     auth: 'secret',
     body: createTemplateBody,
     response: templateSchema,
     status: 201,
     handler: async ({ scope, project, body }) => {
-      if (body.from) await requireVerifiedSender(scope.em, project.id, body.from);
+      if (body.from) await requireVerifiedSender(scope.em, project.id, body.from, deps.config);
       return createTemplate(scope.em, project.id, body);
     },
   });
@@ -57,12 +66,14 @@ export function registerTemplateRoutes(api: RouteRegistry, _deps: AppDeps): void
     path: '/templates/:id',
     tag: 'Templates',
     summary: 'Update a template',
+    description: 'Changes only the fields sent, compiled and checked as on create. Emails already queued keep the content they were rendered with.',
+    errors: { 403: ERROR_TEXT.domainNotVerified },
     auth: 'secret',
     params: idParams,
     body: updateTemplateBody,
     response: templateSchema,
     handler: async ({ scope, project, params, body }) => {
-      if (body.from) await requireVerifiedSender(scope.em, project.id, body.from);
+      if (body.from) await requireVerifiedSender(scope.em, project.id, body.from, deps.config);
       return updateTemplate(scope.em, project.id, params.id, body);
     },
   });

@@ -41,6 +41,8 @@ export function registerTrackingRoutes(api: RouteRegistry, deps: AppDeps): void 
     path: '/t/c/:token',
     tag: 'Tracking',
     summary: 'Tracked link: records a click and redirects (302) to the URL the token was signed for; 404 for any other token',
+    // Documentation only: a raw route sets its own status.
+    status: 302,
     auth: 'none',
     params: tokenParams,
     raw: true,

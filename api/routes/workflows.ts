@@ -68,6 +68,27 @@ export function registerWorkflowRoutes(api: RouteRegistry, _deps: AppDeps): void
     path: '/workflows',
     tag: 'Workflows',
     summary: 'Create a workflow (triggerType EVENT, disabled), with its TRIGGER entry step',
+    description: `A workflow starts one execution per contact each time its \`eventName\` is tracked for that contact
+(\`POST /v1/track\`, or an event the service emits such as \`segment.<slug>.entry\`). It is created
+disabled, with its TRIGGER step; build the graph, then enable it:
+
+1. \`POST /workflows/{id}/steps\` for each step: SEND_EMAIL \`{templateId}\`, DELAY \`{amount, unit}\`,
+   WAIT_FOR_EVENT \`{eventName, timeout?}\`, CONDITION \`{field, operator, value?}\`, WEBHOOK \`{url, …}\`,
+   UPDATE_CONTACT \`{updates?, subscribed?}\`, EXIT.
+2. \`POST /workflows/{id}/transitions\` to connect them, starting from the TRIGGER step; CONDITION
+   steps need a \`yes\` and a \`no\` branch.
+3. \`PATCH /workflows/{id}\` with \`{"enabled": true}\`: the graph is validated then (422 listing every problem).
+
+Without \`allowReentry\` a contact enters at most once, ever. Executions run durably (delays of days
+survive restarts); each keeps the graph it started with, so edits never disturb runs in flight.`,
+    examples: {
+      request: {
+        welcome: {
+          summary: 'A welcome journey started by the signed-up event',
+          value: { name: 'Welcome', description: 'Greets new users, then nudges them after 3 days', eventName: 'signed-up' },
+        },
+      },
+    },
     auth: 'secret',
     body: createWorkflowBody,
     response: workflowDetailSchema,
@@ -91,6 +112,7 @@ export function registerWorkflowRoutes(api: RouteRegistry, _deps: AppDeps): void
     path: '/workflows/:id',
     tag: 'Workflows',
     summary: 'Update name, description, trigger event, enabled, allowReentry (enabling validates the graph: 422 with every problem)',
+    description: 'Disabling stops new executions; those running carry on (cancel them with `POST /workflows/{id}/executions/cancel-all`).',
     auth: 'secret',
     params: idParams,
     body: updateWorkflowBody,
@@ -103,6 +125,7 @@ export function registerWorkflowRoutes(api: RouteRegistry, _deps: AppDeps): void
     path: '/workflows/:id',
     tag: 'Workflows',
     summary: 'Delete a workflow; 409 while it has RUNNING or WAITING executions',
+    errors: { 409: '`CONFLICT`: the workflow has RUNNING or WAITING executions; cancel them first' },
     auth: 'secret',
     params: idParams,
     response: z.object({ id: z.string(), deleted: z.literal(true) }),
@@ -163,6 +186,7 @@ export function registerWorkflowRoutes(api: RouteRegistry, _deps: AppDeps): void
     path: '/workflows/:id/transitions',
     tag: 'Workflows',
     summary: 'Connect two steps of the workflow; a CONDITION source needs branch yes|no; one transition per branch (409)',
+    errors: { 409: '`CONFLICT`: the source step already has a transition on this branch' },
     auth: 'secret',
     params: idParams,
     body: addTransitionBody,

@@ -2,8 +2,8 @@ import { z } from 'zod';
 import { DEFAULT_LIMIT, MAX_LIMIT } from '../../db/paging';
 
 export const cursorQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(MAX_LIMIT).default(DEFAULT_LIMIT),
-  cursor: z.string().min(1).optional(),
+  limit: z.coerce.number().int().min(1).max(MAX_LIMIT).default(DEFAULT_LIMIT).describe('Items per page'),
+  cursor: z.string().min(1).optional().describe('The `cursor` of the previous page; absent: the first page'),
 });
 
 export const cursorPage = <T extends z.ZodType>(item: T) =>
@@ -15,8 +15,8 @@ export const cursorPage = <T extends z.ZodType>(item: T) =>
   });
 
 export const pageQuery = z.object({
-  page: z.coerce.number().int().min(1).default(1),
-  pageSize: z.coerce.number().int().min(1).max(MAX_LIMIT).default(DEFAULT_LIMIT),
+  page: z.coerce.number().int().min(1).default(1).describe('Page number, from 1'),
+  pageSize: z.coerce.number().int().min(1).max(MAX_LIMIT).default(DEFAULT_LIMIT).describe('Items per page'),
 });
 
 export const errorEnvelope = z

@@ -37,6 +37,9 @@ export const domainSchema = z
     lastCheckedAt: z.string().nullable(),
     verifiedAt: z.string().nullable(),
     createdAt: z.string(),
+    sending: z
+      .object({ allowed: z.boolean(), reason: z.string() })
+      .describe('Whether mail can be sent from this domain now: verified, or any registered domain in outbox mode (no SMTP_URL)'),
   })
   .meta({ id: 'Domain' });
 

@@ -53,8 +53,16 @@ export const sendBody = z
       .refine((s) => !/[\r\n]/.test(s), 'The subject may not contain line breaks')
       .optional(),
     body: z.string().min(1).optional(),
+    type: z
+      .enum(['html', 'markdown'], { error: 'Must be "html" or "markdown"' })
+      .optional()
+      .describe('How the body (given or the template\'s) is written: html (default), or markdown, rendered to HTML before the variables are filled in'),
     template: z.string().min(1).optional().describe('Template id; its subject, body, sender and reply-to apply unless given here'),
-    from: address.optional(),
+    from: address
+      .optional()
+      .describe(
+        "Sender: an address or {name, email} on a domain of the project. Required unless `template` is given and that template has a sender (its `from`); given, it replaces the template's",
+      ),
     name: z.string().max(255).optional().describe('Deprecated: sender name when `from` is a string'),
     reply: z.email().optional(),
     data: contactData.optional(),
@@ -84,5 +92,9 @@ export const sendResponse = z.object({
   data: z.object({
     emails: z.array(z.object({ contact: z.object({ id: z.string(), email: z.string() }), email: z.string().describe('Email id (UUID)') })),
     timestamp: z.string(),
+    outbox: z
+      .string()
+      .optional()
+      .describe('Present in outbox mode (no SMTP_URL configured): the mail is written to the local outbox, not sent'),
   }),
 });

@@ -11,6 +11,7 @@ import {
   loadRecipientBatch,
   loadSendingCampaign,
   markCampaignEmailsFailed,
+  markCampaignEmailsRetrying,
   markCampaignEmailsSent,
   type SentMark,
   settleRecipients,
@@ -229,7 +230,7 @@ export function createCampaignActivities({ orm, mailer, config }: { orm: Orm; ma
 
       return withSendLock(orm, input.campaignId, async () => {
         // A domain that lost its verification pauses the send (retried with backoff) until it is back.
-        const domainId = await requireVerifiedSender(em, campaign.projectId, campaign.fromEmail).catch((err: unknown) => {
+        const domainId = await requireVerifiedSender(em, campaign.projectId, campaign.fromEmail, config).catch((err: unknown) => {
           throw err instanceof AppError ? ApplicationFailure.retryable(err.message, err.code) : err;
         });
         const keys = await loadDomainKeys(em, domainId);
@@ -270,7 +271,7 @@ export function createCampaignActivities({ orm, mailer, config }: { orm: Orm; ma
               projectId: campaign.projectId,
               campaignId: input.campaignId,
               domainId,
-              marketing: campaign.marketing,
+              marketing: !!campaign.marketing,
               fromEmail: campaign.fromEmail,
               fromName: campaign.fromName,
               replyTo: campaign.replyTo,
@@ -334,6 +335,7 @@ export function createCampaignActivities({ orm, mailer, config }: { orm: Orm; ma
         }, Math.max(1, Math.min(100, Math.floor(rate / 10))));
         const marks = new SentMarks((m) => markCampaignEmailsSent(em, campaign.projectId, input.campaignId, m));
         const failures: { emailId: string; contactId: string; error: string }[] = [];
+        const retrying: { emailId: string; error: string }[] = [];
 
         const deadline = Date.now() + input.maxBatchSeconds * 1000;
         let halt: { reason: 'stopped' | 'error'; error?: unknown } | undefined;
@@ -369,6 +371,8 @@ export function createCampaignActivities({ orm, mailer, config }: { orm: Orm; ma
                 failures.push({ emailId: item.email.email.id, contactId: item.contactId, error: err.message });
                 completed[i] = true;
               } else {
+                // The batch is retried; the email says why meanwhile (GET /emails/:id).
+                if (err instanceof SmtpError) retrying.push({ emailId: item.email.email.id, error: err.message });
                 return void stop('error', err);
               }
             }
@@ -385,6 +389,7 @@ export function createCampaignActivities({ orm, mailer, config }: { orm: Orm; ma
         // Whatever happened, what the relay accepted is recorded before this attempt ends.
         await marks.drain();
         await markCampaignEmailsFailed(em, input.campaignId, failures);
+        await markCampaignEmailsRetrying(em, retrying);
         await releaseSendSlots(em, campaign.projectId, pacer.reserved - pacer.used, defaultRate);
 
         if (halt?.reason === 'error') {

@@ -4,7 +4,7 @@ import type { Config } from '../../config';
 import { allowance, OVER_LIMIT_ERROR, refusedOverLimit, refuseOverLimit } from '../../db/billing';
 import { getContact, updateContact } from '../../db/contacts';
 import { requireVerifiedSender } from '../../db/domains';
-import { compileContent, renderForContact } from '../../db/email-content';
+import { compileContent, marketingContext, renderForContact } from '../../db/email-content';
 import { insertEmailOnce, type NewEmail } from '../../db/emails';
 import type { JsonValue } from '../../db/entities/contact';
 import { recordSubscriptionChange } from '../../db/events';
@@ -53,7 +53,7 @@ export function createJourneyActivities({ orm, config }: { orm: Orm; config: Con
       const marketing = template.type === 'MARKETING';
       if (marketing && !contact.subscribed && input.recipient.type === 'CONTACT') return { skipped: 'unsubscribed' };
       if (!template.from) throw ApplicationFailure.nonRetryable(`Template ${template.id} has no sender`, 'TemplateHasNoSender');
-      const domainId = await permanent(requireVerifiedSender(em, input.projectId, template.from));
+      const domainId = await permanent(requireVerifiedSender(em, input.projectId, template.from, config));
       // Tracked links carry the id. A retry renders with a new one but gets the row (and the body
       // rendered with its id) that the first attempt wrote.
       const id = randomUUID();
@@ -61,7 +61,7 @@ export function createJourneyActivities({ orm, config }: { orm: Orm; config: Con
         extra: input.context,
         publicUrl: config.publicUrl,
         linkSecret: await secret(),
-        marketing,
+        marketing: marketing && (await marketingContext(em, input.projectId)),
         tracking: marketing ? { emailId: id } : undefined,
       });
       const email: NewEmail = {

@@ -1,5 +1,5 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { loadEmailForDelivery, markEmailFailed, markEmailSending, markEmailSent } from '../../db/emails';
+import { loadEmailForDelivery, markEmailFailed, markEmailRetrying, markEmailSending, markEmailSent } from '../../db/emails';
 import type { Orm } from '../../db/orm';
 import { PROJECT_DISABLED_ERROR } from '../../db/project-security';
 import { SUPPRESSED_ERROR } from '../../db/suppressions';
@@ -49,9 +49,14 @@ export function createSendActivities({ orm, mailer }: { orm: Orm; mailer: Mailer
         smtpResponse = (await mailer.send(composeMessage(found.email, dkim)).finally(() => clearInterval(beat))).response;
       } catch (err) {
         if (err instanceof SmtpError && err.permanent) {
-          await markEmailFailed(em, emailId, err.message);
+          await markEmailFailed(em, emailId, err.message, err.message);
           throw ApplicationFailure.nonRetryable(err.message, 'SmtpPermanentError');
         }
+        // Retried by Temporal; the row says why meanwhile. Failing to say so must not replace the cause.
+        const message = err instanceof Error ? err.message : String(err);
+        await markEmailRetrying(em, emailId, message, err instanceof SmtpError ? message : null).catch((recordErr: unknown) =>
+          Context.current().log.warn('Recording a failed attempt failed', { emailId, error: String(recordErr) }),
+        );
         throw err;
       }
       const recorded = await markEmailSent(em, emailId, smtpResponse).then(

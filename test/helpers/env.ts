@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import pino from 'pino';
 import request from 'supertest';
 import type { Express } from 'express';
 import { createApp } from '../../api/app';
 import { buildAppDeps } from '../../api/deps';
 import type { AppDeps } from '../../api/context';
 import { loadConfig } from '../../config';
+import { createLogger } from '../../logger';
 import { createOrm, type Orm } from '../../db/orm';
 import { createProject, type ProjectWithKeys } from '../../db/projects';
 import { createDnsLookup } from '../../mail/dns';
@@ -49,7 +49,7 @@ export async function startTestEnv(env: Record<string, string> = {}): Promise<Te
   );
   const dns = createDnsLookup({ servers: config.dnsServers, timeoutMs: 1000, tries: 1 });
   const mailer = mailerFromConfig(config);
-  const deps: AppDeps = await buildAppDeps({ config, orm, temporal, logger: pino({ level: config.logLevel }), dns });
+  const deps: AppDeps = await buildAppDeps({ config, orm, temporal, logger: createLogger(config), dns });
   const { app } = createApp(deps);
   const workers: WorkerHandle[] = [];
   return {

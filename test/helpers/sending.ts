@@ -47,6 +47,7 @@ export interface Domain {
   lastCheckedAt: string | null;
   verifiedAt: string | null;
   createdAt: string;
+  sending: { allowed: boolean; reason: string };
 }
 
 /** An event as the API lists it (GET /events, GET /events/contact/:id). */

@@ -1,6 +1,8 @@
 import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import type { UserStepType } from '../../../db/workflow-steps';
 import type { Activities } from '../../activities';
 import { deliveryOptions } from '../delivery-options';
+import type { StepContext } from './types';
 
 /**
  * Bookkeeping and data steps: short database work, retried until it succeeds. Local activities
@@ -11,6 +13,14 @@ export const journeyActivities = proxyLocalActivities<Activities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
 });
+
+/**
+ * Call-site options naming the step an activity or timer belongs to: the one line the Temporal UI
+ * shows for it. User metadata only, so adding or changing it leaves replays deterministic.
+ */
+export function stepSummary(type: UserStepType, ctx: StepContext, detail?: string): { summary: string } {
+  return { summary: `${type} step ${ctx.stepId}${detail === undefined ? '' : `: ${detail}`}` };
+}
 
 /** Delivery as for /v1/send (a 5-minute ceiling between attempts). */
 export const deliveryActivities = proxyActivities<Activities>(deliveryOptions(300));

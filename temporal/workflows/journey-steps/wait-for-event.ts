@@ -1,5 +1,6 @@
 import { condition } from '@temporalio/workflow';
 import type { TrackedEventMessage } from '../../messages';
+import { stepSummary } from './activities';
 import type { StepHandler } from './types';
 
 /**
@@ -11,11 +12,12 @@ export const waitForEventStep: StepHandler<'WAIT_FOR_EVENT'> = async (config, ct
   const seenBefore = ctx.events.length;
   const match = (): TrackedEventMessage | undefined =>
     ctx.events.slice(seenBefore).find((e) => e.name === config.eventName && Date.parse(e.trackedAt) >= since);
-  const arrived = await condition(
-    () => match() !== undefined,
-    config.timeout === undefined ? undefined : config.timeout * 1000 * ctx.input.timeScale,
-  );
-  if (arrived === false) return { branch: 'timeout' };
+  const arrived = () => match() !== undefined;
+  if (config.timeout === undefined) await condition(arrived);
+  else {
+    const summary = stepSummary('WAIT_FOR_EVENT', ctx, `${config.eventName}, timeout ${config.timeout} s`);
+    if (!(await condition(arrived, config.timeout * 1000 * ctx.input.timeScale, summary))) return { branch: 'timeout' };
+  }
   const event = match()!;
   Object.assign(ctx.context, event.data);
   return { branch: 'event', output: { eventId: event.eventId } };
