@@ -43,12 +43,10 @@ export async function startService(config: Config, opts: StartOptions, log: Log)
     log(`${signal} received, shutting down`);
     wake();
   };
+  // Never removed: a relayed copy of the signal can land after everything has stopped, and without
+  // a handler it would kill the process (exit 143) before the CLI exits with 0.
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
-  const stopListening = () => {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-  };
   const checkpoint = () => {
     if (signalled) throw new Interrupted();
   };
@@ -103,7 +101,6 @@ export async function startService(config: Config, opts: StartOptions, log: Log)
     if (temporal.uiUrl) log(`Temporal Web UI: ${temporal.uiUrl}`);
   } catch (err) {
     await stopAll();
-    stopListening();
     if (err instanceof Interrupted) return;
     // A group-wide signal also reaches what is starting: PostgreSQL, or the Temporal dev server in
     // the instant between its spawn and it leaving our process group. Its failure is then the stop
@@ -113,5 +110,4 @@ export async function startService(config: Config, opts: StartOptions, log: Log)
   }
   await stopRequested;
   await stopAll();
-  stopListening();
 }

@@ -185,7 +185,9 @@ test('a deferred email (451) shows its growing attempts and the reply while retr
 
   smtp.clearFailures();
   const sent = await waitForEmail(id, (e) => e.status === 'SENT');
-  expect(sent.attempts).toBeGreaterThan(later.attempts);
+  // `later` counted an attempt as it began; that very attempt may be the one the recovered relay took.
+  expect(sent.attempts).toBeGreaterThanOrEqual(later.attempts);
+  expect(smtp.messages).toHaveLength(1);
   expect(sent.relayResponse).toMatch(/^250 /);
   expect(sent.error).toBeNull();
 });
