@@ -10,7 +10,7 @@ export interface TriggerDeps {
   /** Not inside a transaction: a claimed execution must be visible to its workflow at once. */
   em: EntityManager;
   temporal: TemporalGateway;
-  config: Pick<Config, 'journeyTimeScale'>;
+  config: Pick<Config, 'journeyTimeScale' | 'sendRetryMaxIntervalSeconds'>;
 }
 
 /**
@@ -37,6 +37,7 @@ export async function startExecution(
         graph,
         context: input.context,
         timeScale: deps.config.journeyTimeScale,
+        maxRetryIntervalSeconds: deps.config.sendRetryMaxIntervalSeconds,
       },
       names,
     );

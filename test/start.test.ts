@@ -18,7 +18,7 @@ import {
 
 /**
  * `tidings start` with nothing configured: no DATABASE_URL, no TEMPORAL_ADDRESS. The real CLI
- * (tsx) starts an embedded PostgreSQL and a Temporal dev server under DATA_DIR, serves the API,
+ * (node with tsx's loader) starts an embedded PostgreSQL and a Temporal dev server under DATA_DIR, serves the API,
  * stops everything on SIGTERM, and finds its data again on the next start.
  *
  * Every port is picked free for this run (the fixed defaults 3000/54329/7233/8233 may be taken by
@@ -178,9 +178,9 @@ test('a second start on the same DATA_DIR finds the project and the contact agai
   expect(await processesUsing(dataDir)).toEqual([]);
 });
 
-// Each moment a Ctrl-C (or `timeout`) can land on the whole process group while things start: tsx
-// (which relays it again), the service and PostgreSQL all get it at once, and a child being spawned
-// may get it before it has left our group.
+// Each moment a Ctrl-C (or `timeout`) can land on the whole process group while things start: the
+// service and PostgreSQL get it at once, and a child being spawned may get it before it has left
+// our group.
 test.each([
   ['PostgreSQL is starting', 'Starting embedded PostgreSQL'],
   ['PostgreSQL is up and the Temporal dev server on its way', 'Starting Temporal dev server'],

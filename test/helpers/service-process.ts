@@ -5,7 +5,7 @@ import { promisify } from 'node:util';
 import { freePort } from '../../cli/temporal-server';
 
 /**
- * The real service as a child process (tsx cli/main.ts start) with nothing configured: no
+ * The real service as a child process (`tidings start` from source) with nothing configured: no
  * DATABASE_URL, no TEMPORAL_ADDRESS, no SMTP_URL. It starts an embedded PostgreSQL and a Temporal
  * dev server under DATA_DIR.
  *
@@ -13,7 +13,12 @@ import { freePort } from '../../cli/temporal-server';
  * other processes on the machine).
  */
 export const ROOT = path.resolve(__dirname, '../..');
-export const TSX = path.join(ROOT, 'node_modules/.bin/tsx');
+/**
+ * The CLI from source as one node process with tsx's loader, not through the `tsx` command: that
+ * one is a parent that relays signals and, when the child does not acknowledge one within ~60 ms
+ * (busy loading a module under load), SIGKILLs it and exits 143, which no service can survive.
+ */
+const CLI = ['--import', 'tsx', 'cli/main.ts'];
 const execFileAsync = promisify(execFile);
 export const HEALTH_TIMEOUT_MS = 90_000;
 
@@ -83,7 +88,7 @@ export function startService(dataDir: string, ports: Ports): Service {
     LOG_LEVEL: 'warn',
   });
   // Own process group, so that a failed test can still take down whatever is left (afterAll).
-  const child = spawn(TSX, ['cli/main.ts', 'start'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const child = spawn(process.execPath, [...CLI, 'start'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   let stderr = '';
   let done = false;
   child.stderr!.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
@@ -167,7 +172,7 @@ export interface CliResult {
 
 export function cli(args: string[], env: Record<string, string>): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(TSX, ['cli/main.ts', ...args], { cwd: ROOT, env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...CLI, ...args], { cwd: ROOT, env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));

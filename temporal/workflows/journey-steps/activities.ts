@@ -2,7 +2,7 @@ import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { UserStepType } from '../../../db/workflow-steps';
 import type { Activities } from '../../activities';
 import { deliveryOptions } from '../delivery-options';
-import type { StepContext } from './types';
+import type { JourneyInput, StepContext } from './types';
 
 /**
  * Bookkeeping and data steps: short database work, retried until it succeeds. Local activities
@@ -22,8 +22,8 @@ export function stepSummary(type: UserStepType, ctx: StepContext, detail?: strin
   return { summary: `${type} step ${ctx.stepId}${detail === undefined ? '' : `: ${detail}`}` };
 }
 
-/** Delivery as for /v1/send (a 5-minute ceiling between attempts). */
-export const deliveryActivities = proxyActivities<Activities>(deliveryOptions(300));
+/** Delivery as for /v1/send, with the execution's ceiling between attempts. */
+export const deliveryActivities = (input: JourneyInput) => proxyActivities<Activities>(deliveryOptions(input.maxRetryIntervalSeconds ?? 300));
 
 /** A webhook call has its own 10 s timeout inside; 5xx and network errors retry a few times. */
 export const webhookActivities = proxyActivities<Activities>({

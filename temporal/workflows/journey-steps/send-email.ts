@@ -16,7 +16,7 @@ export const sendEmailStep: StepHandler<'SEND_EMAIL'> = async (config, ctx): Pro
     },
   ]);
   if (!queued.emailId) return { output: { skipped: queued.skipped ?? 'unknown' } };
-  const outcome = await deliveryActivities.deliverEmail.executeWithOptions(summary, [queued.emailId]);
+  const outcome = await deliveryActivities(ctx.input).deliverEmail.executeWithOptions(summary, [queued.emailId]);
   if (outcome.delivered && !outcome.recorded) {
     await journeyActivities.recordEmailSent.executeWithOptions(summary, [queued.emailId, outcome.smtpResponse]);
   }

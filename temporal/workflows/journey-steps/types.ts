@@ -11,6 +11,11 @@ export interface JourneyInput {
   context: Record<string, JsonValue>;
   /** Multiplies DELAY and WAIT_FOR_EVENT durations (1 in production). */
   timeScale: number;
+  /**
+   * Longest pause between delivery attempts of its SEND_EMAIL steps (SEND_RETRY_MAX_INTERVAL_SECONDS
+   * when it started); executions started before it was passed use 300 s.
+   */
+  maxRetryIntervalSeconds?: number;
 }
 
 /** What a step handler sees: the execution, its context (mutable) and the events signalled so far. */
