@@ -1,51 +1,31 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { ProjectWithKeys } from '../db/projects';
 import { query } from '../db/sql';
 import { startTestEnv, type TestEnv } from './helpers/env';
+import { runCli } from './helpers/service-process';
 
 /** `tidings contacts import` as a child process, starting the workflow on this file's worker. */
-const ROOT = path.resolve(__dirname, '..');
-const TSX = path.join(ROOT, 'node_modules/.bin/tsx');
 jest.setTimeout(180_000);
-
-interface CliResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
 
 let env: TestEnv;
 let project: ProjectWithKeys;
 let dir: string;
 
-function cli(args: string[], extraEnv: Record<string, string> = {}): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(TSX, ['cli/main.ts', ...args], {
-      cwd: ROOT,
-      env: {
-        ...process.env,
-        DATABASE_URL: process.env.TEST_DATABASE_URL,
-        TEMPORAL_ADDRESS: process.env.TEST_TEMPORAL_ADDRESS,
-        TEMPORAL_TASK_QUEUE: env.taskQueue,
-        LOG_LEVEL: 'silent',
-        ...extraEnv,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
+function cli(args: string[], extraEnv: Record<string, string> = {}) {
+  return runCli(
+    args,
+    {
+      ...process.env,
+      DATABASE_URL: process.env.TEST_DATABASE_URL,
+      TEMPORAL_ADDRESS: process.env.TEST_TEMPORAL_ADDRESS,
+      TEMPORAL_TASK_QUEUE: env.taskQueue,
+      LOG_LEVEL: 'silent',
+      ...extraEnv,
+    },
+    120_000,
+  );
 }
 
 beforeAll(async () => {

@@ -1,45 +1,17 @@
-import { spawn } from 'node:child_process';
-import path from 'node:path';
 import { createTestUser } from './helpers/accounts';
 import { bearer, startTestEnv, type TestEnv } from './helpers/env';
+import { type CliResult, runCli } from './helpers/service-process';
 
 /**
- * The real `tidings` CLI as a child process (tsx from the repo root), against the run's database.
- * Each database command takes ~2-3 s here (tsx start-up, ORM init, migration check).
+ * The real `tidings` CLI as a child process (from source with tsx's loader), against the run's
+ * database. Each database command takes ~2-3 s here (start-up, ORM init, migration check).
  */
-const ROOT = path.resolve(__dirname, '..');
-
-// Generous: on a busy 2-core machine one tsx start-up alone can take several seconds.
+// Generous: on a busy 2-core machine one start-up alone can take several seconds.
 jest.setTimeout(120_000);
-const TSX = path.join(ROOT, 'node_modules/.bin/tsx');
 
-interface CliResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function cli(args: string[], env: Record<string, string | undefined> = {}): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const childEnv: NodeJS.ProcessEnv = {
-      ...process.env,
-      DATABASE_URL: process.env.TEST_DATABASE_URL,
-      LOG_LEVEL: 'silent',
-      ...env,
-    };
-    const child = spawn(TSX, ['cli/main.ts', ...args], { cwd: ROOT, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+/** The run's database, unless a test says otherwise. */
+const cli = (args: string[], env: Record<string, string> = {}) =>
+  runCli(args, { ...process.env, DATABASE_URL: process.env.TEST_DATABASE_URL, LOG_LEVEL: 'silent', ...env });
 
 interface PrintedProject {
   id: string;

@@ -170,14 +170,15 @@ export interface CliResult {
   stderr: string;
 }
 
-export function cli(args: string[], env: Record<string, string>): Promise<CliResult> {
+/** `tidings <args>` from source with exactly this environment; killed after `timeoutMs`. */
+export function runCli(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 60_000): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...CLI, ...args], { cwd: ROOT, env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...CLI, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
     child.on('error', reject);
     child.on('close', (code) => {
       clearTimeout(timer);
@@ -186,3 +187,5 @@ export function cli(args: string[], env: Record<string, string>): Promise<CliRes
   });
 }
 
+/** `tidings <args>` with nothing configured but `env` (as `startService` runs it). */
+export const cli = (args: string[], env: Record<string, string>) => runCli(args, cleanEnv(env));
