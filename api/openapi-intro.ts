@@ -112,7 +112,9 @@ Every error has the same envelope; \`message\` repeats \`error.message\`, \`erro
 \`\`\`
 
 Branch on \`error.code\` (\`MISSING_AUTH\`, \`INVALID_API_KEY\`, \`DOMAIN_NOT_VERIFIED\`, \`CONTACT_NOT_FOUND\`,
-\`BILLING_LIMIT_EXCEEDED\`, \`RATE_LIMIT_EXCEEDED\`, …); the status alone is coarser.
+\`BILLING_LIMIT_EXCEEDED\`, \`RATE_LIMIT_EXCEEDED\`, …); the status alone is coarser. A 503
+\`DATABASE_UNAVAILABLE\` (with \`Retry-After\`) means the service's database cannot be reached for the moment:
+retry later, with the same \`Idempotency-Key\` where the route takes one.
 
 ## Pagination
 

@@ -14,7 +14,8 @@ export const ERROR_TEXT = {
     '`IDEMPOTENCY_KEY_REUSED`: the `Idempotency-Key` was used in the last 24 h with a different body. `IDEMPOTENCY_KEY_IN_PROGRESS`: the first request with this key is still running; retry shortly to get its answer.',
   domainNotVerified:
     "`DOMAIN_NOT_VERIFIED`: the sender's domain is not registered in the project, or (with an SMTP relay) not verified yet. Also `PROJECT_DISABLED`, and the key/session errors of every route.",
-  workerUnavailable: '`WORKER_UNAVAILABLE`: no worker answered in time; check that the Tidings worker runs, then retry.',
+  workerUnavailable:
+    '`WORKER_UNAVAILABLE`: no worker answered in time; check that the Tidings worker runs, then retry. Also `DATABASE_UNAVAILABLE` (with `Retry-After`) while the database cannot be reached.',
 } as const;
 
 interface ErrorExample {
@@ -28,6 +29,7 @@ interface CommonError {
   name: string;
   description: string;
   example: ErrorExample;
+  headers?: JsonSchema;
 }
 
 /** Errors every route of a kind can answer; which apply to a route is decided in `errorResponses`. */
@@ -71,6 +73,12 @@ const commonErrors = (rateLimitPerMinute: number): Record<string, CommonError> =
     name: 'RateLimited',
     description: 'Rate limit exceeded (`RATE_LIMIT_EXCEEDED`); wait `Retry-After` seconds',
     example: { code: 'RATE_LIMIT_EXCEEDED', message: `Rate limit of ${rateLimitPerMinute} requests per minute exceeded` },
+  },
+  '503': {
+    name: 'DatabaseUnavailable',
+    description: 'The database cannot be reached (`DATABASE_UNAVAILABLE`); nothing to fix on your side, retry after `Retry-After` seconds',
+    example: { code: 'DATABASE_UNAVAILABLE', message: 'The database is unavailable' },
+    headers: { 'Retry-After': ref('headers', 'RetryAfter') },
   },
 });
 
@@ -198,9 +206,9 @@ function parameters(route: AnyRouteSpec, toSchema: ToSchema): JsonSchema[] {
 const mediaExamples = (examples: Record<string, RouteExample> | undefined) =>
   examples ? { examples: Object.fromEntries(Object.entries(examples).map(([name, e]) => [name, { summary: e.summary, value: e.value }])) } : {};
 
-const errorResponse = (status: string, description: string, example: ErrorExample): JsonSchema => ({
+const errorResponse = (status: string, description: string, example: ErrorExample, headers?: JsonSchema): JsonSchema => ({
   description,
-  ...(status === '429' ? { headers: { 'Retry-After': ref('headers', 'RetryAfter'), ...RATE_LIMIT_HEADERS } } : {}),
+  ...(status === '429' ? { headers: { 'Retry-After': ref('headers', 'RetryAfter'), ...RATE_LIMIT_HEADERS } } : headers ? { headers } : {}),
   content: {
     'application/json': {
       schema: ref('schemas', 'Error'),
@@ -219,8 +227,9 @@ function errorResponses(route: AnyRouteSpec, common: Record<string, CommonError>
   const out: Record<string, JsonSchema> = {};
   for (const [status, { name }] of Object.entries(common)) {
     // List only the errors the route can produce: 400/413 come from the JSON body parser,
-    // 422 from validating a body, query or path, 401/403/429 from the key check.
-    if (!keyed && ['401', '403', '429'].includes(status)) continue;
+    // 422 from validating a body, query or path, 401/403/429 from the key check, and 503 when
+    // the database, which the key check reads, cannot be reached.
+    if (!keyed && ['401', '403', '429', '503'].includes(status)) continue;
     if (!route.body && ['400', '413'].includes(status)) continue;
     if (!route.body && !route.query && !route.params && status === '422') continue;
     out[status] = ref('responses', name);
@@ -309,7 +318,7 @@ export function buildOpenApi(routes: AnyRouteSpec[], settings: OpenApiSettings):
       parameters: PARAMETERS,
       headers: HEADERS,
       responses: Object.fromEntries(
-        Object.entries(common).map(([status, e]) => [e.name, errorResponse(status, e.description, e.example)]),
+        Object.entries(common).map(([status, e]) => [e.name, errorResponse(status, e.description, e.example, e.headers)]),
       ),
       schemas,
     },

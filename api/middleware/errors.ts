@@ -72,6 +72,49 @@ function fromRouter(err: unknown): AppError | undefined {
   return undefined;
 }
 
+/** What a client is told to wait before retrying while the database cannot be reached. */
+const DATABASE_RETRY_AFTER_SECONDS = 5;
+
+/** Any SQLSTATE; class 08 (connection exception), and 57P01–57P03: the server shut down, crashed or is starting. */
+const SQLSTATE = /^[0-9A-Z]{5}$/;
+const CONNECTION_SQLSTATE = /^(08[0-9A-Z]{3}|57P0[123])$/;
+
+/** Socket failures, as Node reports them on a connection to the database. */
+const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+/**
+ * pg's and knex's messages for a lost or unobtainable connection, which carry no code. The last
+ * is knex's answer when the connection died under BEGIN: it still hands out the transaction,
+ * already rolled back, and drops the original error.
+ */
+const CONNECTION_MESSAGES = new Set([
+  'Connection terminated unexpectedly',
+  'Client has encountered a connection error and is not queryable',
+  'Knex: Timeout acquiring a connection. The pool is probably full. Are you missing a .transacting(trx) call?',
+  'Transaction query already complete, run with DEBUG=knex:tx for more info',
+]);
+
+/**
+ * A failure to reach PostgreSQL, raw from pg/knex (db/sql.ts) or wrapped by MikroORM (its
+ * DriverException copies the driver error's code, syscall and message).
+ */
+function isDatabaseUnreachable(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  const { code, syscall } = err as { code?: unknown; syscall?: unknown };
+  // Only system errors (with `syscall`): a DNS lookup error reuses ECONNREFUSED for its DNS server.
+  if (typeof code === 'string' && typeof syscall === 'string') return SOCKET_CODES.has(code);
+  // An error from the server: its SQLSTATE alone decides, as its message and detail may quote user data.
+  if (typeof code === 'string' && SQLSTATE.test(code)) return CONNECTION_SQLSTATE.test(code);
+  // knex puts the statement, with its values, in front of a query's error: "<sql> - <message>".
+  return CONNECTION_MESSAGES.has(err.message.split(' - ').pop()!);
+}
+
+const databaseUnavailable = () =>
+  new AppError(503, 'DATABASE_UNAVAILABLE', 'The database is unavailable', {
+    suggestion: 'Retry after Retry-After seconds; where the route takes an Idempotency-Key, send the same one so a write that did go through is not repeated.',
+    headers: { 'Retry-After': String(DATABASE_RETRY_AFTER_SECONDS) },
+  });
+
 export const errorHandler: ErrorRequestHandler = (err, req, res, next) => {
   // Part of a response is already out (a streamed page): an envelope can no longer be sent,
   // so let Express close the connection.
@@ -82,6 +125,11 @@ export const errorHandler: ErrorRequestHandler = (err, req, res, next) => {
   const known = err instanceof AppError ? err : (fromRouter(err) ?? fromBodyParser(err as { type?: string; status?: number; expose?: boolean }));
   if (known) {
     sendError(req, res, known);
+    return;
+  }
+  if (isDatabaseUnreachable(err)) {
+    req.log.warn({ err }, 'database unavailable');
+    sendError(req, res, databaseUnavailable());
     return;
   }
   req.log.error({ err }, 'unhandled error');
