@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError } from '../errors';
 import type { JsonValue } from './entities/contact';
 import { RESERVED_EVENT_PREFIXES } from './events';
-import type { CursorPage } from './paging';
+import { type CursorPage, pageOfRows } from './paging';
 import { query, queryOne } from './sql';
 
 /**
@@ -256,11 +256,12 @@ export async function listActivity(
      order by a.created_at desc, a.id desc limit ?`,
     [...params, opts.limit + 1],
   );
-  const hasMore = rows.length > opts.limit;
-  const page = hasMore ? rows.slice(0, opts.limit) : rows;
-  const last = page[page.length - 1];
-  return {
-    data: page.map((r) => ({
+  return pageOfRows(
+    rows,
+    opts.limit,
+    total,
+    (last) => encodeFeedCursor({ at: last.cursor_at, id: last.id }),
+    (r) => ({
       id: r.id,
       type: r.type,
       name: r.name,
@@ -268,11 +269,8 @@ export async function listActivity(
       email: r.email,
       data: r.data,
       createdAt: new Date(r.created_at).toISOString(),
-    })),
-    cursor: hasMore && last ? encodeFeedCursor({ at: last.cursor_at, id: last.id }) : null,
-    hasMore,
-    total,
-  };
+    }),
+  );
 }
 
 export interface ActivityStats {

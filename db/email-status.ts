@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError, notFound } from '../errors';
 import type { EmailSource, EmailStatus } from './emails';
-import { type CursorPage, decodeCursor, encodeCursor } from './paging';
+import { type CursorPage, decodeCursor, encodeCursor, pageOfRows } from './paging';
 import { query, queryOne } from './sql';
 
 /**
@@ -192,13 +192,5 @@ export async function listEmails(
      order by e.created_at desc, e.id desc limit ?`,
     [...params, opts.limit + 1],
   );
-  const hasMore = rows.length > opts.limit;
-  const page = hasMore ? rows.slice(0, opts.limit) : rows;
-  const last = page[page.length - 1];
-  return {
-    data: page.map(toSummary),
-    cursor: hasMore && last ? emailCursor(last.created_micros, last.id) : null,
-    hasMore,
-    total,
-  };
+  return pageOfRows(rows, opts.limit, total, (last) => emailCursor(last.created_micros, last.id), toSummary);
 }

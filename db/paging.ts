@@ -44,9 +44,14 @@ export function decodeCursor(cursor: string): string {
  * says whether another page exists.
  */
 export function toCursorPage<T extends { id: string }>(rows: T[], limit: number, total: number): CursorPage<T> {
+  return pageOfRows(rows, limit, total, (last) => encodeCursor(last.id), (row) => row);
+}
+
+/** The same for any keyset: `cursorOf` encodes the last row's sort key, `map` shapes each row. */
+export function pageOfRows<R, T>(rows: R[], limit: number, total: number, cursorOf: (last: R) => string, map: (row: R) => T): CursorPage<T> {
   const hasMore = rows.length > limit;
-  const data = hasMore ? rows.slice(0, limit) : rows;
-  return { data, cursor: hasMore ? encodeCursor(data[data.length - 1]!.id) : null, hasMore, total };
+  const page = hasMore ? rows.slice(0, limit) : rows;
+  return { data: page.map(map), cursor: hasMore ? cursorOf(page[page.length - 1]!) : null, hasMore, total };
 }
 
 /**
