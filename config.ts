@@ -42,6 +42,9 @@ const envSchema = z.object({
   WEBHOOK_ALLOW_PRIVATE_TARGETS: boolFlag,
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(1000),
   SEND_THROTTLE_PER_SECOND: z.coerce.number().positive().default(100),
+  DELIVERY_ENGINES: z.coerce.number().int().min(1).max(64).default(2),
+  DELIVERY_CONCURRENCY: z.coerce.number().int().min(1).max(500).default(16),
+  DELIVERY_LEASE_SECONDS: z.coerce.number().int().min(5).default(60),
   TRUST_PROXY: z.string().default('loopback'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   DISABLE_SIGNUPS: boolFlag,
@@ -118,6 +121,12 @@ export type Config = {
    * shared by every worker; a project's own `send_throttles.rate_per_second` overrides it.
    */
   sendThrottlePerSecond: number;
+  /**
+   * The delivery engine (temporal/delivery): how many engine workflows share each task queue's
+   * emails (more of them, and more worker processes, send more at once), the emails each has in
+   * flight, and how long a claim holds before another engine may take the email over.
+   */
+  delivery: { engines: number; concurrency: number; leaseSeconds: number };
   logLevel: string;
   /**
    * Express "trust proxy": whose X-Forwarded-For is believed for the client IP (login limits per IP).
@@ -203,6 +212,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookAllowPrivateTargets: e.WEBHOOK_ALLOW_PRIVATE_TARGETS,
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
     sendThrottlePerSecond: e.SEND_THROTTLE_PER_SECOND,
+    delivery: { engines: e.DELIVERY_ENGINES, concurrency: e.DELIVERY_CONCURRENCY, leaseSeconds: e.DELIVERY_LEASE_SECONDS },
     logLevel: e.LOG_LEVEL,
     trustProxy: /^\d+$/.test(e.TRUST_PROXY) ? Number(e.TRUST_PROXY) : e.TRUST_PROXY === 'true' ? true : e.TRUST_PROXY === 'false' ? false : e.TRUST_PROXY,
     disableSignups: e.DISABLE_SIGNUPS,

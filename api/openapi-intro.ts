@@ -134,8 +134,10 @@ restarts); over the limit the answer is 429 \`RATE_LIMIT_EXCEEDED\` with \`Retry
 \`POST /v1/send\` and \`POST /v1/track\` take an \`Idempotency-Key\` header (1–255 printable ASCII
 characters without spaces, for example a UUID). Within 24 hours a repeat with the same key and the same
 body is not executed again: it gets the first answer back, with \`Idempotent-Replayed: true\`. The same key
-with a different body is 409 \`IDEMPOTENCY_KEY_REUSED\`; a repeat while the first request is still
-running is 409 \`IDEMPOTENCY_KEY_IN_PROGRESS\` (retry shortly). A request that failed releases its key.
+with a different body is 409 \`IDEMPOTENCY_KEY_REUSED\`. A repeat while the first request is still
+running waits for it (up to 5 s) and gets its answer, or runs if the first one failed; past that wait it is
+409 \`IDEMPOTENCY_KEY_IN_PROGRESS\` (retry shortly). A key is stored with its request's effects, in one
+transaction: a request that failed, or was cut off by a crash, leaves no key behind.
 
 # Template variables
 

@@ -11,7 +11,7 @@ export const ERROR_TEXT = {
   billingLimit:
     "`BILLING_LIMIT_EXCEEDED`: the project's monthly cap for this category of email is reached (or would be passed by this request); nothing was queued. Raise the cap with `PUT /users/@me/projects/{id}/billing-limits` or wait for next month.",
   idempotency:
-    '`IDEMPOTENCY_KEY_REUSED`: the `Idempotency-Key` was used in the last 24 h with a different body. `IDEMPOTENCY_KEY_IN_PROGRESS`: the first request with this key is still running; retry shortly to get its answer.',
+    '`IDEMPOTENCY_KEY_REUSED`: the `Idempotency-Key` was used in the last 24 h with a different body. `IDEMPOTENCY_KEY_IN_PROGRESS`: the first request with this key was still running after a 5 s wait; retry shortly to get its answer.',
   domainNotVerified:
     "`DOMAIN_NOT_VERIFIED`: the sender's domain is not registered in the project, or (with an SMTP relay) not verified yet. Also `PROJECT_DISABLED`, and the key/session errors of every route.",
   workerUnavailable:

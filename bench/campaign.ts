@@ -10,10 +10,10 @@
  * default campaign tuning: batches of 500, 8 emails in flight), a project with a verified domain so
  * every email is DKIM-signed. N contacts are inserted set-based (not through the API).
  *
- * "raw" is a nodemailer pool (mail/transport.ts createSmtpMailer, the worker's own pool settings)
- * sending straight to the same sink, 8 messages in flight, each message like a campaign email:
- * the same template rendered for a contact (with its tracking pixel and List-Unsubscribe headers),
- * composed and DKIM-signed with the same cached key. It runs before and after the campaign; the
+ * "raw" is a nodemailer pool (bench/baselines.ts rawPoolRate: mail/transport.ts createSmtpMailer,
+ * the worker's own pool settings) sending straight to the same sink, 8 messages in flight, each
+ * message like a campaign email: the same template rendered for a contact (with its tracking pixel
+ * and List-Unsubscribe headers), composed and DKIM-signed with the same cached key. It runs before and after the campaign; the
  * mean of the two is the reference. "end to end" is N / (last message at the sink − the send
  * request): it includes the audience snapshot, every batch's rendering, the email rows, the SENT
  * marks and the Temporal round trips. SEND_THROTTLE_PER_SECOND is raised (--throttle) so the
@@ -24,16 +24,10 @@
  */
 import os from 'node:os';
 import { parseArgs } from 'node:util';
-import { randomUUID } from 'node:crypto';
-import { loadDomainKeys } from '../db/domains';
-import { compileContent, renderForContact } from '../db/email-content';
 import { newId } from '../db/ids';
-import { linkSigningSecret } from '../db/secrets';
 import { query, queryOne } from '../db/sql';
-import { composeMessage } from '../mail/compose';
-import { dkimKeyObject } from '../mail/dkim';
-import { createSmtpMailer } from '../mail/transport';
 import { DEFAULT_CAMPAIGN_TUNING } from '../temporal/workflows/campaign';
+import { rawPoolRate, type RawMessageSpec } from './baselines';
 import { cpuSnapshot, headersOf, type Stack, startStack, Teardown, verifiedDomain, type Interruption, runBench } from './harness';
 import { environmentLine, log, positiveInt } from './support';
 
@@ -76,50 +70,16 @@ async function seedContacts(stack: Stack, n: number): Promise<void> {
   }
 }
 
-/**
- * The raw reference: `count` campaign-like messages through a fresh pooled nodemailer transport,
- * `inFlight` at a time. Messages are built ahead; the clock covers composing (nodemailer builds the
- * MIME and signs it on send) and SMTP.
- */
-async function rawRate(stack: Stack, domainId: string, count: number, inFlight: number): Promise<{ rate: number; cpuMs: number }> {
-  const em = stack.orm.em.fork();
-  const keys = (await loadDomainKeys(em, domainId))!;
-  const dkim = { domainName: keys.domain, keySelector: keys.selector, privateKey: dkimKeyObject(keys.privateKeyPem) };
-  const linkSecret = await linkSigningSecret(em, stack.config.jwtSecret);
-  const content = compileContent(SUBJECT, BODY);
-  const now = new Date().toISOString();
-  const emails = Array.from({ length: count }, (_, i) => {
-    const id = randomUUID();
-    const contact = { id: `cnt_raw${i}`, email: `raw${i}@bench.example.org`, subscribed: true, data: { first: `User${i}`, n: i }, createdAt: now, updatedAt: now };
-    const r = renderForContact(content, contact, {
-      extra: {},
-      publicUrl: stack.config.publicUrl,
-      linkSecret,
-      marketing: { projectName: 'Bench' },
-      tracking: { emailId: id },
-    });
-    return { id, toEmail: contact.email, toName: null, fromEmail: `news@${DOMAIN}`, fromName: 'Bench News', replyTo: null, ...r, attachments: [] };
-  });
-  const mailer = createSmtpMailer(stack.config.smtpUrl!);
-  const before = stack.sink.messages.length;
-  try {
-    const start = performance.now();
-    const cpu = process.cpuUsage();
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: inFlight }, async () => {
-        for (let i = next++; i < count; i = next++) await mailer.send(composeMessage(emails[i]!, dkim));
-      }),
-    );
-    const seconds = (performance.now() - start) / 1000;
-    const used = process.cpuUsage(cpu);
-    if (stack.sink.messages.length - before !== count) throw new Error('raw: the sink did not get every message');
-    return { rate: count / seconds, cpuMs: (used.user + used.system) / 1000 / count };
-  } finally {
-    mailer.close();
-    stack.sink.clear();
-  }
-}
+/** The raw reference's messages: the campaign's template for contacts like the seeded ones. */
+const RAW_MESSAGE: RawMessageSpec = {
+  subject: SUBJECT,
+  body: BODY,
+  fromEmail: `news@${DOMAIN}`,
+  fromName: 'Bench News',
+  marketing: true,
+  tracking: true,
+  recipient: (i) => ({ name: null, data: { first: `User${i}`, n: i }, extra: {} }),
+};
 
 async function main(teardown: Teardown, signals: Interruption): Promise<void> {
   const opts = options();
@@ -137,7 +97,7 @@ async function main(teardown: Teardown, signals: Interruption): Promise<void> {
   signals.checkpoint();
 
   const inFlight = DEFAULT_CAMPAIGN_TUNING.concurrency;
-  const rawBefore = await rawRate(stack, domainId, opts.raw, inFlight);
+  const rawBefore = await rawPoolRate(stack, domainId, RAW_MESSAGE, opts.raw, inFlight);
   log(`raw nodemailer pool → sink: ${rawBefore.rate.toFixed(0)} msg/s`);
   signals.checkpoint();
 
@@ -217,7 +177,7 @@ async function main(teardown: Teardown, signals: Interruption): Promise<void> {
     messages.length === opts.n && sentRows === opts.n && c.status === 'SENT' && c.total === opts.n;
 
   stack.sink.clear();
-  const rawAfter = signals.interrupted ? rawBefore : await rawRate(stack, domainId, opts.raw, inFlight);
+  const rawAfter = signals.interrupted ? rawBefore : await rawPoolRate(stack, domainId, RAW_MESSAGE, opts.raw, inFlight);
   const raw = (rawBefore.rate + rawAfter.rate) / 2;
   const rawCpuMs = (rawBefore.cpuMs + rawAfter.cpuMs) / 2;
 

@@ -10,8 +10,8 @@
  *  - the test DNS server and SMTP sink (test/helpers), the relay every email goes to;
  *  - in this process, wired as cli/start.ts wires them: the API (createApp) on a free port with
  *    RATE_LIMIT_PER_MINUTE raised, and a Temporal worker with the orm, resolver and mailer
- *    (temporal/worker.ts, default options; `workerOptions` swaps in a copy of it with options
- *    changed, for experiments only);
+ *    (temporal/worker.ts startWorker, default options; `workerOptions` adds Worker options, for
+ *    experiments only);
  *  - a project, a keep-alive JSON client with its secret key, and (verifiedDomain) a domain whose
  *    DKIM/SPF/DMARC records are published in the DNS server and verified, so every email is signed.
  *
@@ -21,7 +21,7 @@
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import type http from 'node:http';
-import { DefaultLogger, NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
+import { DefaultLogger, Runtime, type WorkerOptions } from '@temporalio/worker';
 import { createApp } from '../api/app';
 import { buildAppDeps } from '../api/deps';
 import { findTemporalCli, freePort, startTemporalDevServer, type DevServerHandle } from '../cli/temporal-server';
@@ -32,7 +32,6 @@ import { createOrm, migrate } from '../db/orm';
 import { createProject, type ProjectWithKeys } from '../db/projects';
 import { createDnsLookup } from '../mail/dns';
 import { mailerFromConfig } from '../mail/mailer';
-import { type ActivityDeps, createActivities } from '../temporal/activities';
 import { TemporalGateway, type TemporalSettings } from '../temporal/client';
 import { startWorker, type WorkerHandle } from '../temporal/worker';
 import { startDnsServer, type DnsServer } from '../test/helpers/dns';
@@ -151,7 +150,7 @@ export async function startStack(opts: {
   concurrency: number;
   env?: Record<string, string>;
   logLevel?: string;
-  /** Experiments only: a worker like temporal/worker.ts's, with these Worker.create options on top. */
+  /** Experiments only: Worker.create options on top of temporal/worker.ts's (startWorker passes them through). */
   workerOptions?: Partial<WorkerOptions>;
 }): Promise<Stack> {
   const { teardown, checkpoint } = opts;
@@ -191,8 +190,9 @@ export async function startStack(opts: {
   const mailer = mailerFromConfig(config, log);
   teardown.add(async () => mailer.close());
   const deps = { orm, dns, mailer, config };
-  const worker = opts.workerOptions ? await startTunedWorker(settings, deps, opts.workerOptions) : await startWorker(settings, deps);
+  const worker = await startWorker(settings, deps, opts.workerOptions ?? {});
   teardown.add(() => worker.shutdown());
+  if (opts.workerOptions) assertApplied(worker, opts.workerOptions);
   checkpoint();
   const gateway = await TemporalGateway.connect(settings, config);
   teardown.add(() => gateway.close());
@@ -213,26 +213,18 @@ export async function startStack(opts: {
   return { db, temporal, dnsServer, sink, config, settings, orm, worker, gateway, server, port, project, client, logLevel, postmasterPid };
 }
 
-/** temporal/worker.ts startWorker, with more options passed through (it only takes the bundle and queue). */
-async function startTunedWorker(settings: TemporalSettings, deps: ActivityDeps, options: Partial<WorkerOptions>): Promise<WorkerHandle> {
-  const connection = await NativeConnection.connect({ address: settings.address });
-  const worker = await Worker.create({
-    connection,
-    namespace: settings.namespace,
-    taskQueue: settings.taskQueue,
-    activities: createActivities(deps),
-    workflowsPath: require.resolve('../temporal/workflows'),
-    ...options,
-  });
-  const done = worker.run().finally(() => connection.close());
-  return {
-    worker,
-    done,
-    async shutdown() {
-      if (worker.getState() === 'RUNNING') worker.shutdown();
-      await done;
-    },
-  };
+/**
+ * Fails when `wanted` was not applied: temporal/worker.ts startWorker passes Worker options through
+ * only since the delivery engine (before, it took the bundle and task queue alone), and a tuned
+ * run must not be reported as one. Only options the compiled options keep under the same name,
+ * with a plain value, can be compared; the others are trusted.
+ */
+function assertApplied(worker: WorkerHandle, wanted: Partial<WorkerOptions>): void {
+  const compiled = worker.worker.options as unknown as Record<string, unknown>;
+  for (const [name, value] of Object.entries(wanted)) {
+    if (typeof value === 'object' || !(name in compiled) || compiled[name] === value) continue;
+    throw new Error(`--worker-options: ${name} is ${String(compiled[name])}, not ${String(value)}: this temporal/worker.ts startWorker does not pass Worker options through`);
+  }
 }
 
 /** A verified domain: publish what POST /domains asks for, then force the check. Returns its id. */

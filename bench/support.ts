@@ -166,3 +166,14 @@ export function environmentLine(pgVersion: string): string {
   const cpu = os.cpus();
   return `${cpu.length} cores (${cpu[0]?.model.trim() ?? 'unknown CPU'}), ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, node ${process.version}, ${os.platform()} ${os.arch()}, PostgreSQL ${pgVersion}`;
 }
+
+/** A figure set against a goal (issue 12's, on this 2-core machine): whether it is met, and by how much. */
+export interface Goal {
+  goal: string;
+  met: boolean;
+  measured: string;
+}
+
+export function goalLines(goals: Goal[]): string[] {
+  return goals.map((g) => `                ${g.met ? 'met    ' : 'NOT met'}  ${g.goal}: ${g.measured}`);
+}

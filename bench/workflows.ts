@@ -1,19 +1,28 @@
 /**
  * Workflow (journey) benchmark: N `signup` events for N new contacts through POST /v1/track with
- * concurrent keep-alive clients, each starting one execution of an enabled workflow
+ * concurrent keep-alive clients, each starting one execution of an enabled workflow of one of two
+ * shapes (--shape):
  *
- *   trigger(signup) → SEND_EMAIL (welcome) → DELAY 1 minute → SEND_EMAIL (follow-up)
+ *   send-delay-send (default)  trigger(signup) → SEND_EMAIL (welcome) → DELAY 1 minute → SEND_EMAIL (follow-up)
+ *   send-only                  trigger(signup) → SEND_EMAIL (welcome)
  *
- * with JOURNEY_TIME_SCALE shrinking the minute (default 0.001: 60 ms), so 2N emails reach the sink.
+ * with JOURNEY_TIME_SCALE shrinking the minute (default 0.001: 60 ms), so 2N (send-only: N) emails
+ * reach the sink. bench/track.ts measures /v1/track with no workflow listening.
  *
- *   npx tsx bench/workflows.ts [--n 500] [--concurrency 16] [--time-scale 0.001] [--histories 100]
- *                              [--probe-starts 200] [--worker-options '{"maxConcurrentWorkflowTaskPolls":40}']
+ *   npx tsx bench/workflows.ts [--shape send-delay-send|send-only] [--n 500] [--concurrency 16] [--time-scale 0.001]
+ *                              [--histories 100] [--probe-starts 200] [--worker-options '{"maxConcurrentWorkflowTaskPolls":40}']
  *
  * It sets everything up on loopback itself and tears it down again (bench/harness.ts): a fresh,
  * migrated database (dropped at the end), an in-memory Temporal dev server, the test DNS server and
  * SMTP sink, and in this process the API (RATE_LIMIT_PER_MINUTE raised) and a real worker; then a
  * project, a verified domain (every email DKIM-signed), two templates and the workflow, all through
  * the HTTP API.
+ *
+ * First, the same-run reference (bench/baselines.ts bareWorkflowRate): N executions of a bare
+ * workflow with one no-op activity (bench/baseline-workflow.ts), started with the same concurrency
+ * on a task queue of its own, served by a worker of its own (with the same --worker-options) in this
+ * process, against the same dev server: started/s and completed/s (to the last close time). The
+ * journeys' completed/s is then given as a ratio to it.
  *
  * Figures: tracks/s and latency at the API; executions started/s and completed/s from the
  * workflow_executions rows (started_at is written by the API when it claims the entry, finished_at
@@ -24,7 +33,8 @@
  * and run; how busy the ORM's connection pool was; the CPU time of this process, the Temporal server
  * and PostgreSQL (the bench database's backends; the whole server in brackets); and, once the run is
  * over, how fast the Temporal server alone accepts journey starts (--probe-starts: that many starts
- * of the same input on a task queue no worker polls, with the same concurrency; 0 skips it).
+ * of the same input on a task queue no worker polls, with the same concurrency; 0 skips it; only
+ * when the API started journeys itself, as it did before the delivery engine).
  * --worker-options is for experiments: the worker then gets these Worker.create options on top of
  * what temporal/worker.ts passes (by default the worker is temporal/worker.ts's, default options).
  * The load generator, API, worker and sink share one Node process; PostgreSQL and Temporal share
@@ -37,8 +47,9 @@ import type { WorkerOptions } from '@temporalio/worker';
 import type { JourneyInput } from '../temporal/workflows';
 import { workflowIds } from '../temporal/ids';
 import { ContactIdKey, ProjectIdKey, TidingsWorkflowIdKey } from '../temporal/search-attributes';
+import { bareWorkflowRate } from './baselines';
 import { BENCH_RATE_LIMIT, cpuSnapshot, headersOf, type Stack, startStack, Teardown, verifiedDomain, type Interruption, runBench } from './harness';
-import { closedLoop, environmentLine, type JsonResponse, log, percentile, positiveInt, RequestTally } from './support';
+import { closedLoop, environmentLine, goalLines, type JsonResponse, log, percentile, positiveInt, RequestTally } from './support';
 
 const DOMAIN = 'bench-workflows.test';
 const EVENT = 'signup';
@@ -49,11 +60,20 @@ const TEMPLATES = {
   followUp: { subject: 'How is it going, {{email}}?', body: '<p>One minute in: anything we can help with?</p>' },
 };
 const PLANS = ['free', 'starter', 'pro', 'enterprise'];
+type StepSpec = { type: 'SEND_EMAIL'; template: keyof typeof TEMPLATES } | { type: 'DELAY' };
+/** The journeys' graphs after the trigger, one step after the other. */
+const SHAPES: Record<string, StepSpec[]> = {
+  'send-delay-send': [{ type: 'SEND_EMAIL', template: 'welcome' }, { type: 'DELAY' }, { type: 'SEND_EMAIL', template: 'followUp' }],
+  'send-only': [{ type: 'SEND_EMAIL', template: 'welcome' }],
+};
+const describeShape = (shape: StepSpec[]) =>
+  [`trigger ${EVENT}`, ...shape.map((st) => (st.type === 'DELAY' ? `DELAY ${DELAY.amount} ${DELAY.unit}` : `SEND_EMAIL "${TEMPLATES[st.template].subject}"`))].join(' → ');
 const TERMINAL = ['COMPLETED', 'EXITED', 'FAILED', 'CANCELLED'];
 
 function options() {
   const { values } = parseArgs({
     options: {
+      shape: { type: 'string', default: 'send-delay-send' },
       n: { type: 'string', default: '500' },
       concurrency: { type: 'string', default: '16' },
       'time-scale': { type: 'string', default: '0.001' },
@@ -65,15 +85,19 @@ function options() {
   });
   if (values.help) {
     process.stdout.write(
-      'Usage: npx tsx bench/workflows.ts [--n 500] [--concurrency 16] [--time-scale 0.001] [--histories 100] [--probe-starts 200] [--worker-options JSON]\n',
+      'Usage: npx tsx bench/workflows.ts [--shape send-delay-send|send-only] [--n 500] [--concurrency 16] [--time-scale 0.001] [--histories 100] [--probe-starts 200] [--worker-options JSON]\n',
     );
     process.exit(0);
   }
+  const shape = SHAPES[values.shape];
+  if (!shape) throw new Error(`--shape must be one of ${Object.keys(SHAPES).join(', ')}, got ${values.shape}`);
   const timeScale = Number(values['time-scale']);
   if (!(timeScale > 0 && timeScale <= 1)) throw new Error(`--time-scale must be in (0, 1], got ${values['time-scale']}`);
   const probeStarts = values['probe-starts'] === '0' ? 0 : positiveInt('probe-starts', values['probe-starts']);
   const workerOptions = values['worker-options'] === undefined ? undefined : (JSON.parse(values['worker-options']) as Partial<WorkerOptions>);
   return {
+    shapeName: values.shape,
+    shape,
     probeStarts,
     workerOptions,
     n: positiveInt('n', values.n),
@@ -89,8 +113,8 @@ async function expectStatus(res: Promise<JsonResponse>, status: number, what: st
   return r.body as { id: string };
 }
 
-/** As test/helpers/journeys.ts buildWorkflow, over the bench's HTTP client: create, add steps and transitions, enable. */
-async function buildWorkflow(client: Stack['client'], templateIds: { welcome: string; followUp: string }): Promise<string> {
+/** As test/helpers/journeys.ts buildWorkflow, over the bench's HTTP client: create, add the steps in a chain after the trigger, enable. */
+async function buildWorkflow(client: Stack['client'], shape: StepSpec[], templateIds: Record<keyof typeof TEMPLATES, string>): Promise<string> {
   const created = await expectStatus(
     client.request('POST', '/workflows', { name: 'bench signup journey', eventName: EVENT, allowReentry: false }),
     201,
@@ -100,15 +124,11 @@ async function buildWorkflow(client: Stack['client'], templateIds: { welcome: st
   const trigger = (created.steps as { id: string; type: string }[]).find((s) => s.type === 'TRIGGER')!.id;
   const step = async (type: string, config: Record<string, unknown>) =>
     (await expectStatus(client.request('POST', `/workflows/${id}/steps`, { type, config }), 201, `add ${type} step`)).id;
-  const welcome = await step('SEND_EMAIL', { templateId: templateIds.welcome });
-  const delay = await step('DELAY', DELAY);
-  const followUp = await step('SEND_EMAIL', { templateId: templateIds.followUp });
-  for (const [from, to] of [
-    [trigger, welcome],
-    [welcome, delay],
-    [delay, followUp],
-  ] as const) {
+  let from = trigger;
+  for (const st of shape) {
+    const to = await step(st.type, st.type === 'DELAY' ? DELAY : { templateId: templateIds[st.template] });
     await expectStatus(client.request('POST', `/workflows/${id}/transitions`, { fromStepId: from, toStepId: to }), 201, 'add transition');
+    from = to;
   }
   await expectStatus(client.request('PATCH', `/workflows/${id}`, { enabled: true }), 200, 'enable workflow');
   return id;
@@ -259,11 +279,19 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
   const template = async (name: string, t: { subject: string; body: string }) =>
     (await expectStatus(client.request('POST', '/templates', { name, ...t, from: `hello@${DOMAIN}`, fromName: 'Bench' }), 201, `template ${name}`)).id;
   const templateIds = { welcome: await template('welcome', TEMPLATES.welcome), followUp: await template('follow-up', TEMPLATES.followUp) };
-  const workflowId = await buildWorkflow(client, templateIds);
-  log(
-    `domain ${DOMAIN} verified; workflow ${workflowId} enabled: ${EVENT} → SEND_EMAIL → DELAY ${DELAY.amount} ${DELAY.unit} ` +
-      `(JOURNEY_TIME_SCALE=${stack.config.journeyTimeScale}: ${DELAY_MS * stack.config.journeyTimeScale} ms) → SEND_EMAIL`,
-  );
+  const workflowId = await buildWorkflow(client, opts.shape, templateIds);
+  const emailsPer = opts.shape.filter((st) => st.type === 'SEND_EMAIL').length;
+  log(`domain ${DOMAIN} verified; workflow ${workflowId} enabled: ${describeShape(opts.shape)} (JOURNEY_TIME_SCALE=${stack.config.journeyTimeScale})`);
+  stop.checkpoint();
+
+  // The same-run reference: a bare one-activity workflow on the same dev server, its worker stopped before the load.
+  const bare = await bareWorkflowRate(stack, {
+    n: opts.n,
+    concurrency: opts.concurrency,
+    interrupted: () => stop.interrupted,
+    ...(opts.workerOptions ? { workerOptions: opts.workerOptions } : {}),
+  });
+  log(`bare one-activity workflow: ${perSec(bare.n, bare.startedSeconds)} started/s, ${perSec(bare.completed, bare.completedSeconds)} completed/s`);
   stop.checkpoint();
 
   // The API's Temporal workflow starts, timed where the API calls them (the gateway it was given).
@@ -271,11 +299,12 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
   let startsFailed = 0;
   let sampleInput: JourneyInput | undefined;
   const startJourney = gateway.startJourney.bind(gateway);
-  gateway.startJourney = async (input: JourneyInput) => {
+  gateway.startJourney = async (...args: Parameters<typeof startJourney>) => {
+    const [input] = args;
     sampleInput ??= input;
     const t0 = performance.now();
     try {
-      await startJourney(input);
+      await startJourney(...args);
     } catch (err) {
       startsFailed++;
       throw err;
@@ -335,7 +364,7 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
   let c = await counts();
   let seen = '';
   let lastProgress = Date.now();
-  while (!stop.interrupted && (c.finished < c.started || c.started < tally.ok || sink.messages.length < 2 * c.started) && Date.now() - lastProgress < 60_000) {
+  while (!stop.interrupted && (c.finished < c.started || c.started < tally.ok || sink.messages.length < emailsPer * c.started) && Date.now() - lastProgress < 60_000) {
     await new Promise((r) => setTimeout(r, 200));
     c = await counts();
     const now = `${c.started}/${c.finished}/${sink.messages.length}`;
@@ -373,20 +402,25 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
   // Per execution: claim → step 1 started, each step, step k finished → step k+1 started, last step → finished.
   const phases = new Map<string, number[]>();
   const phase = (name: string, v: number) => phases.set(name, [...(phases.get(name) ?? []), v]);
+  const stepCount = opts.shape.length;
+  const wellFormedShape = opts.shape.map((st) => `${st.type}:COMPLETED`).join(',');
   let wellFormed = 0;
   for (const e of executions) {
     const ss = stepsOf.get(e.id) ?? [];
-    const shape = ss.map((s) => `${s.step_type}:${s.status}`).join(',');
-    if (shape === 'SEND_EMAIL:COMPLETED,DELAY:COMPLETED,SEND_EMAIL:COMPLETED') wellFormed++;
-    if (ss.length !== 3 || e.finished === null || ss.some((s) => s.finished === null)) continue;
+    if (ss.map((s) => `${s.step_type}:${s.status}`).join(',') === wellFormedShape) wellFormed++;
+    if (ss.length !== stepCount || e.finished === null || ss.some((s) => s.finished === null)) continue;
     phase('start → step 1', Number(ss[0]!.started) - Number(e.started));
     ss.forEach((s, k) => {
       phase(`${k + 1} ${s.step_type}`, Number(s.finished) - Number(s.started));
       if (k > 0) phase(`between ${k} and ${k + 1}`, Number(s.started) - Number(ss[k - 1]!.finished));
     });
-    phase('step 3 → finished', Number(e.finished) - Number(ss[2]!.finished));
+    phase(`step ${stepCount} → finished`, Number(e.finished) - Number(ss[stepCount - 1]!.finished));
   }
-  const phaseOrder = ['start → step 1', '1 SEND_EMAIL', 'between 1 and 2', '2 DELAY', 'between 2 and 3', '3 SEND_EMAIL', 'step 3 → finished'];
+  const phaseOrder = [
+    'start → step 1',
+    ...opts.shape.flatMap((st, k) => [...(k > 0 ? [`between ${k} and ${k + 1}`] : []), `${k + 1} ${st.type}`]),
+    `step ${stepCount} → finished`,
+  ];
 
   const emailRows = await sql<{ id: string; to_email: string; status: string; source: string }>('select id, to_email, status, source from emails');
   const emailsById = new Map(emailRows.map((r) => [r.id, r]));
@@ -407,20 +441,21 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
   }
   const uniqueIds = [...ids.values()].filter((n) => n === 1).length;
   const duplicatedIds = [...ids.values()].filter((n) => n > 1).length;
-  let contactsWithTwo = 0;
-  for (let i = 0; i < opts.n; i++) if (perRecipient.get(`user${i}@bench.example.org`) === 2) contactsWithTwo++;
+  let contactsServed = 0;
+  for (let i = 0; i < opts.n; i++) if (perRecipient.get(`user${i}@bench.example.org`) === emailsPer) contactsServed++;
+  const exactlyOnce = uniqueIds === emailsPer * opts.n && duplicatedIds === 0 && ids.size === sink.messages.length;
   const completed = byStatus.get('COMPLETED') ?? 0;
   const errors = opts.n - tally.ok;
   const checks = [
     [errors === 0, `${tally.ok}/${opts.n} tracks answered 200`],
     [executions.length === opts.n, `${executions.length}/${opts.n} executions`],
     [completed === opts.n, `${completed}/${opts.n} COMPLETED (${[...byStatus].map(([k, v]) => `${k} ${v}`).join(', ') || 'none'})`],
-    [wellFormed === opts.n, `${wellFormed}/${opts.n} with steps SEND_EMAIL, DELAY, SEND_EMAIL all COMPLETED`],
-    [sink.messages.length === 2 * opts.n, `${sink.messages.length}/${2 * opts.n} messages at the sink`],
-    [uniqueIds === 2 * opts.n && duplicatedIds === 0 && ids.size === sink.messages.length, `${uniqueIds} unique Message-IDs (${duplicatedIds} duplicated)`],
+    [wellFormed === opts.n, `${wellFormed}/${opts.n} with steps ${opts.shape.map((st) => st.type).join(', ')} all COMPLETED`],
+    [sink.messages.length === emailsPer * opts.n, `${sink.messages.length}/${emailsPer * opts.n} messages at the sink`],
+    [exactlyOnce, `${uniqueIds} unique Message-IDs (${duplicatedIds} duplicated)`],
     [withoutRow === 0 && unsigned === 0, `${withoutRow} without an emails row, ${unsigned} not signed for ${DOMAIN}`],
-    [contactsWithTwo === opts.n, `${contactsWithTwo}/${opts.n} contacts got exactly 2 messages`],
-    [emailsSent === 2 * opts.n, `${emailsSent}/${2 * opts.n} workflow emails rows SENT`],
+    [contactsServed === opts.n, `${contactsServed}/${opts.n} contacts got exactly ${emailsPer} message(s)`],
+    [emailsSent === emailsPer * opts.n, `${emailsSent}/${emailsPer * opts.n} workflow emails rows SENT`],
   ] as const;
   const checkOk = !stop.interrupted && checks.every(([pass]) => pass);
 
@@ -428,9 +463,14 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
   const sampleSize = Math.min(opts.histories, executions.length);
   const sample = Array.from({ length: sampleSize }, (_, k) => executions[Math.floor((k * executions.length) / sampleSize)]!);
   const histories: HistoryFigures[] = [];
+  let historiesMissing = 0;
   await closedLoop(sample.length, 8, async (k) => {
-    const history = await gateway.client.workflow.getHandle(workflowIds.journey(sample[k]!.id)).fetchHistory();
-    histories.push(analyseHistory((history.events ?? []) as Parameters<typeof analyseHistory>[0]));
+    try {
+      const history = await gateway.client.workflow.getHandle(workflowIds.journey(sample[k]!.id)).fetchHistory();
+      histories.push(analyseHistory((history.events ?? []) as Parameters<typeof analyseHistory>[0]));
+    } catch {
+      historiesMissing++; // no Temporal workflow under the execution's journey id
+    }
   });
   const avg = (pick: (h: HistoryFigures) => number) => mean(histories.map(pick));
   const sum = (pick: (h: HistoryFigures) => number) => histories.reduce((a, h) => a + pick(h), 0);
@@ -485,10 +525,14 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
   const startedS = (lastStarted - wallStart) / 1000;
   const finishedS = (lastFinished - wallStart) / 1000;
   const firstFinished = Math.min(...finishedTimes);
+  const trackRate = tally.ok / trackedS;
+  const trackP99 = percentile(sortedOf(tally.latencies.subarray(0, tally.done)), 99);
+  const bareStarted = bare.n / bare.startedSeconds;
+  const completedRatio = finishedTimes.length / finishedS / (bare.completed / bare.completedSeconds);
 
   const lines = [
     '',
-    `Tidings workflows bench: POST /v1/track "${EVENT}" for N=${opts.n} new contacts, concurrency ${opts.concurrency} keep-alive clients`,
+    `Tidings workflows bench: POST /v1/track "${EVENT}" for N=${opts.n} new contacts, concurrency ${opts.concurrency} keep-alive clients, shape ${opts.shapeName}`,
     `  environment   ${environmentLine(stack.db.serverVersion)}`,
     `                N=${opts.n}, concurrency ${opts.concurrency}, ${cores} cores; load average ${loadBefore.toFixed(1)} before, ${loadAfter.toFixed(1)} after (1-minute; other work on the machine skews the figures)`,
     `  setup         one Node process runs the load generator, the API (createApp, LOG_LEVEL=${stack.logLevel}), the Temporal worker and the DNS server and SMTP sink;`,
@@ -498,29 +542,45 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
       `(non-sticky ratio ${workerOptions.nonStickyToStickyPollRatio}), ${slots(workerOptions.tuner.activityTaskSlotSupplier)} activity slots, ` +
       `${pollers(workerOptions.activityTaskPollerBehavior)} activity pollers, ${workerOptions.workflowThreadPoolSize} workflow thread(s), ${workerOptions.maxCachedWorkflows} cached workflows`,
     `  rate limit    RATE_LIMIT_PER_MINUTE raised to ${BENCH_RATE_LIMIT} (default 1000): the limiter still counts every request but never throttles`,
-    `  workflow      trigger ${EVENT} → SEND_EMAIL "${TEMPLATES.welcome.subject}" → DELAY ${DELAY.amount} ${DELAY.unit} → SEND_EMAIL "${TEMPLATES.followUp.subject}"; DKIM-signed (RSA-2048)`,
-    `  time scale    JOURNEY_TIME_SCALE=${stack.config.journeyTimeScale}: the ${DELAY.amount}-minute DELAY lasts ${DELAY_MS * stack.config.journeyTimeScale} ms`,
+    `  workflow      ${describeShape(opts.shape)}; DKIM-signed (RSA-2048)`,
+    opts.shape.some((st) => st.type === 'DELAY')
+      ? `  time scale    JOURNEY_TIME_SCALE=${stack.config.journeyTimeScale}: the ${DELAY.amount}-minute DELAY lasts ${DELAY_MS * stack.config.journeyTimeScale} ms`
+      : `  time scale    no DELAY in this shape`,
+    `  baseline      bare one-activity workflow (bench/baseline-workflow.ts) on its own worker and task queue, same dev server, before the load: ${bare.n} executions, ${bare.concurrency} starts in flight (${bare.startsFailed} failed):`,
+    `                ${perSec(bare.n, bare.startedSeconds)} started/s (each ${dist(bare.startLatencies)}), ${bare.completed} completed by ${secs(bare.completedSeconds)}: ${perSec(bare.completed, bare.completedSeconds)} completed/s (first start to the last close)`,
     `  tracked       ${tally.ok} events in ${secs(trackedS)}: ${perSec(tally.ok, trackedS)} tracks/s at the API (first request to last 200)`,
     `  latency       ${dist(tally.latencies.subarray(0, tally.done))}`,
     `  started       ${executions.length} executions by ${secs(startedS)}: ${perSec(executions.length, startedS)} executions started/s (first request to the last started_at)`,
     `  completed     ${finishedTimes.length} executions by ${secs(finishedS)}: ${perSec(finishedTimes.length, finishedS)} executions completed/s (first request to the last finished_at);` +
       ` first finished at ${secs((firstFinished - wallStart) / 1000)}, ${perSec(finishedTimes.length - 1, (lastFinished - firstFinished) / 1000)}/s from the first to the last`,
     `  delivered     ${sink.messages.length} emails by ${secs(deliveredS)}: ${perSec(sink.messages.length, deliveredS)} emails/s at the sink (first request to last message)`,
+    `  ratio         journey executions completed/s ÷ bare one-activity workflow completed/s = ${completedRatio.toFixed(2)}; tracks/s ÷ bare started/s = ${(trackRate / bareStarted).toFixed(2)}`,
     `  duration      one execution, started_at → finished_at: ${dist(durations)}`,
     `  errors        ${errors}${tally.errorDetail()}`,
     `  check         ${checkOk ? 'OK' : 'FAILED'}: ${checks.map(([pass, text]) => `${pass ? '' : '✗ '}${text}`).join('; ')}`,
+    ...(opts.shapeName === 'send-only'
+      ? [
+          `  goals         (issue 12, for one enabled TRIGGER → SEND_EMAIL workflow, 16 clients, 2 cores)`,
+          ...goalLines([
+            { goal: '≥ 1,000 accepted/s', met: trackRate >= 1000, measured: `${trackRate.toFixed(0)} tracks/s (${(trackRate / 1000).toFixed(2)} of it)` },
+            { goal: 'p99 < 100 ms', met: trackP99 < 100, measured: ms(trackP99) },
+            { goal: 'completed ≥ 0.8 × bare one-activity workflow', met: completedRatio >= 0.8, measured: `${completedRatio.toFixed(2)} ×` },
+            { goal: 'each email once', met: exactlyOnce, measured: `${uniqueIds} unique, ${duplicatedIds} duplicated, ${sink.messages.length}/${emailsPer * opts.n} at the sink` },
+          ]),
+        ]
+      : []),
     '',
     'Where the time goes',
     `  Temporal starts   ${startLatencies.length} journey starts by the API (${startsFailed} failed), each ${dist(startLatencies)}; mean track ${ms(mean(tally.latencies.subarray(0, tally.done)))}, of it ${ms(mean(startLatencies))} the start`,
     probe
       ? `                    server alone, after the run: ${opts.probeStarts} starts of the same input (no worker polling, ${opts.concurrency} concurrent, ${probe.failed} failed) in ${secs(probe.seconds)}: ${perSec(opts.probeStarts, probe.seconds)} starts/s, each ${dist(probe.latencies)}`
-      : `                    (no start probe)`,
+      : `                    (no start probe: ${opts.probeStarts === 0 ? '--probe-starts 0' : sampleInput ? 'interrupted' : 'the API started no journey itself'})`,
     `  steps (database)  per execution, mean / p95 from execution_steps (bookkeeping activities and workflow tasks are in the "→" and "between" rows):`,
     ...phaseOrder.map((p) => {
       const v = phases.get(p) ?? [];
       return `                      ${p.padEnd(18)} ${ms(mean(v)).padStart(10)} / ${ms(percentile(sortedOf(v), 95)).padStart(10)}`;
     }),
-    `  histories         ${histories.length} executions sampled evenly by start: ${avg((h) => h.events).toFixed(0)} history events, ${avg((h) => h.workflowTasks).toFixed(1)} workflow tasks, ${activitiesPerExecution.toFixed(1)} activities, ${avg((h) => h.timers).toFixed(0)} timer per execution`,
+    `  histories         ${histories.length} executions sampled evenly by start${historiesMissing ? ` (${historiesMissing} more had no Temporal workflow under their journey id)` : ''}: ${avg((h) => h.events).toFixed(0)} history events, ${avg((h) => h.workflowTasks).toFixed(1)} workflow tasks, ${activitiesPerExecution.toFixed(1)} activities, ${avg((h) => h.timers).toFixed(0)} timer per execution`,
     `                    not first time right: ${sum((h) => h.wftTimedOut)} workflow tasks timed out${
       sum((h) => h.wftTimedOut) > 0 ? ` (${[...new Set(histories.flatMap((h) => [...h.wftTimeouts.keys()]))].map((t) => `${t} ${sum((h) => h.wftTimeouts.get(t) ?? 0)}`).join(', ')})` : ''
     } and ${sum((h) => h.wftFailed)} failed, ` +

@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { notifyQueued } from './delivery-queue';
 import type { StoredEmail } from '../mail/compose';
 import { allowance, refuseOverLimit } from './billing';
 import { audienceSql, type CampaignRow, type CampaignStatus, type CampaignType } from './campaigns';
@@ -322,18 +323,21 @@ export async function markCampaignEmailsFailed(
 }
 
 /**
- * Attempts the relay did not take for now (a 4xx reply, the relay unreachable): the emails stay
- * QUEUED for the batch's retry and say why meanwhile.
+ * Campaign emails the relay refused for now (a 4xx reply): handed to the delivery engine of
+ * `queue` (db/delivery-queue.ts), due again in a few seconds, and saying why meanwhile. The
+ * engine's SENT mark settles the recipient and counts the send as the batch's would have.
  */
-export async function markCampaignEmailsRetrying(em: EntityManager, failures: { emailId: string; error: string }[]): Promise<void> {
-  if (failures.length === 0) return;
+export async function deferCampaignEmails(em: EntityManager, queue: string, deferred: { emailId: string; error: string }[]): Promise<void> {
+  if (deferred.length === 0) return;
   await query(
     em,
-    `update emails e set error = f.error, smtp_response = f.error, attempts = e.attempts + 1, last_attempt_at = now(), updated_at = now()
+    `update emails e set error = f.error, smtp_response = f.error, attempts = e.attempts + 1, last_attempt_at = now(), updated_at = now(),
+       queue = ?, lease_until = now() + interval '5 seconds', lease_owner = 'engine'
      from jsonb_to_recordset(?::jsonb) as f(email_id uuid, error text)
      where e.id = f.email_id and e.status in ('QUEUED','SENDING')`,
-    [JSON.stringify(failures.map((f) => ({ email_id: f.emailId, error: f.error.slice(0, 1000) })))],
+    [queue, JSON.stringify(deferred.map((f) => ({ email_id: f.emailId, error: f.error.slice(0, 1000) })))],
   );
+  await notifyQueued(em, queue);
 }
 
 /**

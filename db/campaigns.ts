@@ -1,10 +1,11 @@
-import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError, notFound, validationError } from '../errors';
 import { allowance, limitExceeded, requireAllowance } from './billing';
 import { type ContactDto, getContact, normalizeEmail } from './contacts';
 import { requireVerifiedSender, type SenderPolicy } from './domains';
 import { compileContent, marketingContext, renderForContact } from './email-content';
+import { notifyQueued } from './delivery-queue';
+import { insertEmails } from './emails';
 import { newId } from './ids';
 import { MESSAGE_FIELD_COLUMNS, messageFields } from './message-fields';
 import { type CursorPage, projectRowsPage } from './paging';
@@ -423,14 +424,14 @@ export async function markCampaignCancelled(em: EntityManager, projectId: string
  * POST /campaigns/:id/test: one copy of the campaign rendered for `email` (with the data of the
  * project's contact of that address, if any; nothing is created), queued as an email row outside
  * the campaign (no campaign_id, so its stats and recipients do not change, and no tracking).
- * The caller hands the id to the sendEmails workflow. Run in a transaction.
+ * The delivery engine sends it (db/delivery-queue.ts). Run in a transaction.
  */
 export async function queueTestEmail(
   em: EntityManager,
   projectId: string,
   id: string,
   email: string,
-  ctx: { publicUrl: string; linkSecret: string; senders: SenderPolicy },
+  ctx: { publicUrl: string; linkSecret: string; senders: SenderPolicy; queue: string },
 ): Promise<string> {
   const c = await loadRow(em, projectId, id);
   const domainId = await requireVerifiedSender(em, projectId, c.from_email, ctx.senders);
@@ -447,20 +448,28 @@ export async function queueTestEmail(
     linkSecret: ctx.linkSecret,
     marketing: marketing && (await marketingContext(em, projectId)),
   });
-  const emailId = randomUUID();
   // A test copy is a campaign email like the others: it counts, and the cap applies to it.
   await requireAllowance(em, projectId, 'campaign', 1);
-  await query(
-    em,
-    `insert into emails (id, project_id, contact_id, domain_id, source, marketing, to_email, from_email, from_name, reply_to,
-       subject, body, headers)
-     values (?, ?, ?, ?, 'campaign', ?, ?, ?, ?, ?, ?, ?, ?::jsonb)`,
-    [
-      emailId, projectId, found?.id ?? null, domainId, marketing, address, c.from_email, c.from_name, c.reply_to,
-      rendered.subject, rendered.body, JSON.stringify(rendered.headers),
-    ],
-  );
-  return emailId;
+  const [emailId] = await insertEmails(em, [
+    {
+      projectId,
+      contactId: found?.id ?? null,
+      domainId,
+      templateId: null,
+      source: 'campaign',
+      marketing,
+      toEmail: address,
+      toName: null,
+      fromEmail: c.from_email,
+      fromName: c.from_name,
+      replyTo: c.reply_to,
+      ...rendered,
+      attachmentSetId: null,
+      queue: ctx.queue,
+    },
+  ]);
+  await notifyQueued(em, ctx.queue);
+  return emailId!;
 }
 
 /** Campaigns that address one of these segments (the way a campaign depends on a field or an event). */

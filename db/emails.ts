@@ -14,7 +14,8 @@ export interface NewEmail {
   /** Chosen by the caller when the body must know it (tracking links); generated otherwise. */
   id?: string;
   projectId: string;
-  contactId: string;
+  /** Null for a campaign's test copy to an address that is no contact. */
+  contactId: string | null;
   domainId: string;
   templateId: string | null;
   source: EmailSource;
@@ -28,6 +29,8 @@ export interface NewEmail {
   body: string;
   headers: Record<string, string>;
   attachmentSetId: string | null;
+  /** The task queue whose delivery engine sends it (db/delivery-queue.ts); null: its campaign sends it. */
+  queue: string | null;
 }
 
 /** Attachments are stored once per request; every recipient's email points at the same set. */
@@ -41,7 +44,10 @@ export async function createAttachmentSet(em: EntityManager, projectId: string, 
   return id;
 }
 
-/** Writes QUEUED rows; their ids exist before any SMTP call, which is what makes retries safe. */
+/**
+ * Writes QUEUED rows; their ids exist before any SMTP call, which is what makes retries safe. The
+ * caller's transaction also calls notifyQueued (db/delivery-queue.ts) so an engine wakes at commit.
+ */
 export async function insertEmails(em: EntityManager, emails: NewEmail[]): Promise<string[]> {
   const ids = emails.map((e) => e.id ?? randomUUID());
   const rows = emails.map((e, i) => ({
@@ -61,16 +67,17 @@ export async function insertEmails(em: EntityManager, emails: NewEmail[]): Promi
     body: e.body,
     headers: e.headers,
     attachment_set_id: e.attachmentSetId,
+    queue: e.queue,
   }));
   await query(
     em,
     `insert into emails (id, project_id, contact_id, domain_id, template_id, source, marketing, to_email, to_name,
-       from_email, from_name, reply_to, subject, body, headers, attachment_set_id)
+       from_email, from_name, reply_to, subject, body, headers, attachment_set_id, queue)
      select id, project_id, contact_id, domain_id, template_id, source, marketing, to_email, to_name,
-       from_email, from_name, reply_to, subject, body, headers, attachment_set_id
+       from_email, from_name, reply_to, subject, body, headers, attachment_set_id, queue
      from jsonb_to_recordset(?::jsonb) as r(id uuid, project_id text, contact_id text, domain_id text, template_id text,
        source text, marketing boolean, to_email text, to_name text, from_email text, from_name text, reply_to text,
-       subject text, body text, headers jsonb, attachment_set_id uuid)`,
+       subject text, body text, headers jsonb, attachment_set_id uuid, queue text)`,
     [JSON.stringify(rows)],
   );
   return ids;
@@ -84,13 +91,13 @@ export async function insertEmailOnce(em: EntityManager, email: NewEmail, source
   const created = await queryOne<{ id: string }>(
     em,
     `insert into emails (id, project_id, contact_id, domain_id, template_id, source, marketing, to_email, to_name,
-       from_email, from_name, reply_to, subject, body, headers, attachment_set_id, source_key)
-     values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?)
+       from_email, from_name, reply_to, subject, body, headers, attachment_set_id, source_key, queue)
+     values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?)
      on conflict (project_id, source_key) where source_key is not null do nothing returning id`,
     [
       email.id ?? randomUUID(), email.projectId, email.contactId, email.domainId, email.templateId, email.source, email.marketing,
       email.toEmail, email.toName, email.fromEmail, email.fromName, email.replyTo, email.subject, email.body,
-      JSON.stringify(email.headers), email.attachmentSetId, sourceKey,
+      JSON.stringify(email.headers), email.attachmentSetId, sourceKey, email.queue,
     ],
   );
   if (created) return created.id;
@@ -171,16 +178,6 @@ export async function loadEmailForDelivery(em: EntityManager, id: string): Promi
   };
 }
 
-/** The start of a delivery attempt: counted here, so an attempt whose worker died still shows. */
-export async function markEmailSending(em: EntityManager, id: string): Promise<void> {
-  await query(
-    em,
-    `update emails set status = 'SENDING', attempts = attempts + 1, last_attempt_at = now(), updated_at = now()
-     where id = ? and status in ('QUEUED','SENDING')`,
-    [id],
-  );
-}
-
 /**
  * An attempt that will be retried (a 4xx reply, the relay unreachable): the email stays SENDING
  * and says why it is not out yet. `relayResponse` is what the relay answered, when it was reached
@@ -205,7 +202,7 @@ export async function markEmailSent(em: EntityManager, id: string, smtpResponse:
     const row = await queryOne<{ project_id: string; contact_id: string | null }>(
       tx,
       `update emails set status = case when status in ('QUEUED','SENDING') then 'SENT' else status end,
-         smtp_response = ?, error = null, sent_at = now(), updated_at = now()
+         smtp_response = ?, error = null, sent_at = now(), updated_at = now(), lease_until = null, lease_owner = null
        where id = ? and sent_at is null and status <> 'FAILED' returning project_id, contact_id`,
       [smtpResponse, id],
     );

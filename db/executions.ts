@@ -71,13 +71,28 @@ const toDto = (r: ExecutionRow): ExecutionDto => ({
 /**
  * Claims an entry of a contact into a workflow, enforced in Postgres: without re-entry a contact
  * enters once, ever (workflow_entries); with it, only while no execution of it is active (a
- * partial unique index). Returns the new execution id, or null when the contact may not enter.
+ * partial unique index). Returns the execution id, or null when the contact may not enter.
+ *
+ * With `executionId` (derived from the event, db/trigger-outbox.ts executionIdFor) a claim that
+ * already exists under that id is returned as it is: the caller is repeating a start that a crash
+ * cut off between this claim and the workflow's start, and must start that same execution.
  */
 export async function claimExecution(
   em: EntityManager,
-  input: { projectId: string; workflowId: string; contactId: string; allowReentry: boolean; context: Record<string, JsonValue> },
+  input: {
+    projectId: string;
+    workflowId: string;
+    contactId: string;
+    allowReentry: boolean;
+    context: Record<string, JsonValue>;
+    executionId?: string;
+  },
 ): Promise<string | null> {
   return em.transactional(async (tx) => {
+    if (input.executionId) {
+      const mine = await queryOne(tx, 'select 1 from workflow_executions where id = ?', [input.executionId]);
+      if (mine) return input.executionId;
+    }
     if (!input.allowReentry) {
       const entered = await queryOne(
         tx,
@@ -90,7 +105,7 @@ export async function claimExecution(
       tx,
       `insert into workflow_executions (id, project_id, workflow_id, contact_id, context) values (?, ?, ?, ?, ?::jsonb)
        on conflict (workflow_id, contact_id) where status in ('RUNNING','WAITING') do nothing returning id`,
-      [newId('exe'), input.projectId, input.workflowId, input.contactId, JSON.stringify(input.context)],
+      [input.executionId ?? newId('exe'), input.projectId, input.workflowId, input.contactId, JSON.stringify(input.context)],
     );
     return row?.id ?? null;
   });

@@ -15,6 +15,7 @@ import { Migration20261126010000_campaign_scheduled_at } from './migrations/Migr
 import { Migration20261126020000_billing_carryover } from './migrations/Migration20261126020000_billing_carryover';
 import { Migration20261126030000_revoked_sessions } from './migrations/Migration20261126030000_revoked_sessions';
 import { Migration20261126050000_email_attempts } from './migrations/Migration20261126050000_email_attempts';
+import { Migration20261126120000_delivery_outbox } from './migrations/Migration20261126120000_delivery_outbox';
 
 export type Orm = MikroORM;
 
@@ -34,6 +35,7 @@ const migrationsList = [
   { name: 'Migration20261126020000_billing_carryover', class: Migration20261126020000_billing_carryover },
   { name: 'Migration20261126030000_revoked_sessions', class: Migration20261126030000_revoked_sessions },
   { name: 'Migration20261126050000_email_attempts', class: Migration20261126050000_email_attempts },
+  { name: 'Migration20261126120000_delivery_outbox', class: Migration20261126120000_delivery_outbox },
 ];
 
 export function ormOptions(databaseUrl: string, overrides: Partial<Options> = {}): Options {

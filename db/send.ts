@@ -6,6 +6,7 @@ import { requireAllowance } from './billing';
 import { upsertContact } from './contacts';
 import { type BodyFormat, compileContent, marketingContext, renderForContact } from './email-content';
 import { requireVerifiedSender, type SenderPolicy } from './domains';
+import { notifyQueued } from './delivery-queue';
 import { createAttachmentSet, insertEmails, type NewEmail } from './emails';
 import { recordSubscriptionChange } from './events';
 import { getTemplate } from './templates';
@@ -42,13 +43,16 @@ export interface SendContext {
   linkSecret: string;
   maxMessageBytes: number;
   senders: SenderPolicy;
+  /** The task queue whose delivery engine sends these emails. */
+  queue: string;
 }
 
 const mailbox = (m: Mailbox) => (typeof m === 'string' ? { email: m, name: undefined } : m);
 
 /**
  * Everything /v1/send writes, in the caller's transaction: each recipient upserted and rendered on
- * its own, one after another, and one QUEUED email row each. Delivery is the workflow's job. Over
+ * its own, one after another, and one QUEUED email row each. Delivery is the engine's job
+ * (db/delivery-queue.ts): the committed rows are its work, so the 200 survives any crash. Over
  * the project's monthly transactional cap the whole request is refused (402) and rolls back.
  */
 export async function queueSend(em: EntityManager, ctx: SendContext, req: SendRequest): Promise<QueuedEmail[]> {
@@ -108,11 +112,13 @@ export async function queueSend(em: EntityManager, ctx: SendContext, req: SendRe
       replyTo: req.reply ?? template?.replyTo ?? null,
       ...rendered,
       attachmentSetId,
+      queue: ctx.queue,
     });
     queued.push({ contact: { id: up.contact.id, email: up.contact.email } });
   }
   // Last, so the monthly cap's lock is held only for the insert and the caller's commit.
   await requireAllowance(em, ctx.projectId, 'transactional', emails.length);
   const ids = await insertEmails(em, emails);
+  await notifyQueued(em, ctx.queue);
   return queued.map((q, i) => ({ ...q, email: ids[i]! }));
 }

@@ -1,4 +1,4 @@
-import { Client, Connection, WorkflowIdConflictPolicy, type WorkflowService, WithStartWorkflowOperation } from '@temporalio/client';
+import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowIdConflictPolicy, WorkflowIdReusePolicy, type WorkflowService, WithStartWorkflowOperation } from '@temporalio/client';
 import { type Config, loadConfig } from '../config';
 import { AppError } from '../errors';
 import type { DomainCheckOutcome } from './activities/domains';
@@ -147,13 +147,15 @@ export class TemporalGateway {
   }
 
   /**
-   * Starts one execution; its id is the execution row's, so a repeat cannot start a second.
-   * `names` label it in the Temporal UI (workflow name, contact email); ids stand in without them.
+   * Starts one execution; its id is the execution row's, so a repeat (a dispatcher retrying after
+   * a crash) finds it started, even long finished, and starts nothing. `names` label it in the
+   * Temporal UI (workflow name, contact email); ids stand in without them.
    */
   async startJourney(input: JourneyInput, names?: { workflow: string; contact: string }): Promise<void> {
     await this.client.workflow.start<typeof journey>('journey', {
       taskQueue: this.taskQueue,
       workflowId: workflowIds.journey(input.executionId),
+      workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
       args: [input],
       staticSummary: `journey ${names?.workflow ?? input.workflowId} · contact ${names?.contact ?? input.contactId}`,
       typedSearchAttributes: [
@@ -161,6 +163,8 @@ export class TemporalGateway {
         { key: TidingsWorkflowIdKey, value: input.workflowId },
         { key: ContactIdKey, value: input.contactId },
       ],
+    }).catch((err: unknown) => {
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
     });
   }
 

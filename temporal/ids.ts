@@ -7,8 +7,15 @@ export const workflowIds = {
   /** One per CSV import job (the job row holds the file). */
   contactImport: (jobId: string) => `contact-import:${jobId}`,
   domainVerification: (domainId: string) => `domain-verification:${domainId}`,
-  /** Keyed by the first email of the request: the API starts it once per request. */
-  sendEmails: (firstEmailId: string) => `send:${firstEmailId}`,
+  /**
+   * An email's retry workflow, started by the delivery engine after a transient failure (and,
+   * before the engine, one per /v1/send request, keyed by its first email).
+   */
+  sendEmails: (emailId: string) => `send:${emailId}`,
+  /** The delivery engines of a task queue, started by every worker of it (temporal/engines.ts). */
+  deliveryEngine: (queue: string, index: number) => `delivery-engine:${queue}:${index}`,
+  /** The trigger dispatcher of a task queue (one, so each contact's events keep their order). */
+  triggerDispatcher: (queue: string) => `trigger-dispatcher:${queue}`,
   /** One per (workflow, contact, entry): the execution row's id already says which. */
   journey: (executionId: string) => `journey:${executionId}`,
   /** One compute of a segment at a time; its event delivery is `<this id>:events:<first event id>`. */

@@ -3,6 +3,7 @@ import type { Config } from '../config';
 import type { JsonValue } from '../db/entities/contact';
 import { activeExecutionIdsOfContact, claimExecution, releaseExecution, workflowsTriggeredBy } from '../db/executions';
 import { queryOne } from '../db/sql';
+import { executionIdFor } from '../db/trigger-outbox';
 import { loadGraph } from '../db/workflows';
 import type { TemporalGateway } from './client';
 
@@ -15,11 +16,21 @@ export interface TriggerDeps {
 
 /**
  * Enters a contact into a workflow: claims the entry in Postgres (the re-entry rule), then
- * starts the execution with the graph as it is now. If Temporal refuses, the claim is undone.
+ * starts the execution with the graph as it is now. The claim and the start cannot part: with an
+ * `executionId` (an event's, executionIdFor) a failed start leaves the claim for the caller's
+ * retry, which finds it and starts that execution; without one (a start from the dashboard) the
+ * claim is undone and the error goes back to the user.
  */
 export async function startExecution(
   deps: TriggerDeps,
-  input: { projectId: string; workflowId: string; contactId: string; allowReentry: boolean; context: Record<string, JsonValue> },
+  input: {
+    projectId: string;
+    workflowId: string;
+    contactId: string;
+    allowReentry: boolean;
+    context: Record<string, JsonValue>;
+    executionId?: string;
+  },
 ): Promise<string | null> {
   const executionId = await claimExecution(deps.em, input);
   if (!executionId) return null;
@@ -43,7 +54,7 @@ export async function startExecution(
     );
     return executionId;
   } catch (err) {
-    await releaseExecution(deps.em, executionId, input);
+    if (!input.executionId) await releaseExecution(deps.em, executionId, input);
     throw err;
   }
 }
@@ -59,16 +70,18 @@ async function journeyNames(em: EntityManager, workflowId: string, contactId: st
 }
 
 /**
- * What a tracked event does to workflows: the contact's running executions receive it (a
- * WAIT_FOR_EVENT may be waiting for it), then every enabled workflow it triggers starts an
- * execution with the event data as context. The API does not wait for any of them to run.
+ * What a tracked event does to workflows: the contact's executions that were active when it was
+ * tracked receive it (a WAIT_FOR_EVENT may be waiting for it), then every enabled workflow it
+ * triggers starts an execution with the event data as context, under an id derived from the
+ * event, so repeating all of this after a crash starts nothing twice.
  */
 export async function deliverTrackedEvent(
   deps: TriggerDeps,
   event: { projectId: string; contactId: string; eventId: string; name: string; trackedAt: string; context: Record<string, JsonValue> },
+  /** The executions active when the event was tracked (the outbox row keeps them); looked up now when absent. */
+  signalExecutions?: string[],
 ): Promise<{ started: string[] }> {
-  // Executions that exist before this event; the ones it starts must not receive their own trigger.
-  const running = await activeExecutionIdsOfContact(deps.em, event.projectId, event.contactId);
+  const running = signalExecutions ?? (await activeExecutionIdsOfContact(deps.em, event.projectId, event.contactId));
   await Promise.all(
     running.map((id) =>
       deps.temporal.signalTrackedEvent(id, { eventId: event.eventId, name: event.name, data: event.context, trackedAt: event.trackedAt }),
@@ -82,6 +95,7 @@ export async function deliverTrackedEvent(
       contactId: event.contactId,
       allowReentry: workflow.allowReentry,
       context: event.context,
+      executionId: executionIdFor(event.eventId, workflow.id),
     });
     if (id) started.push(id);
   }

@@ -1,9 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import os from 'node:os';
+import { Client } from '@temporalio/client';
 import { NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import { TemporalSdkLogger } from '../logger';
+import { OutboxListener } from '../db/outbox-listener';
 import { type ActivityDeps, createActivities } from './activities';
+import { ensureEngines } from './engines';
 import { type TemporalSettings, taskQueuePollers } from './client';
 
 /**
@@ -35,23 +38,28 @@ const POLL_CONFIRM_TIMEOUT_MS = 30_000;
  */
 export async function startWorker(
   settings: TemporalSettings,
-  deps: ActivityDeps,
-  options: Partial<Pick<WorkerOptions, 'workflowBundle' | 'taskQueue'>> = {},
+  deps: Omit<ActivityDeps, 'listener'>,
+  options: Partial<Omit<WorkerOptions, 'connection' | 'namespace' | 'activities' | 'identity'>> = {},
 ): Promise<WorkerHandle> {
   const connection = await NativeConnection.connect({ address: settings.address });
+  const taskQueue = options.taskQueue ?? settings.taskQueue;
+  const listener = new OutboxListener(deps.orm.config.get('clientUrl')!);
   const worker = await Worker.create({
     connection,
     namespace: settings.namespace,
-    taskQueue: options.taskQueue ?? settings.taskQueue,
     // The SDK's default (pid@host) repeats across container restarts: the poller a previous
     // process left in the server's list must not pass for this one's.
     identity: `${process.pid}@${os.hostname()}/${randomUUID().slice(0, 8)}`,
-    activities: createActivities(deps),
-    ...(options.workflowBundle
-      ? { workflowBundle: options.workflowBundle }
-      : { workflowsPath: require.resolve('./workflows') }),
+    activities: createActivities({ ...deps, listener }),
+    ...(options.workflowBundle ? {} : { workflowsPath: require.resolve('./workflows') }),
+    // Tests pass the pre-built bundle; benches also tune the worker.
+    ...options,
+    taskQueue,
   });
-  const done = worker.run().finally(() => connection.close());
+  const done = worker.run().finally(async () => {
+    await listener.close();
+    await connection.close();
+  });
   const handle: WorkerHandle = {
     worker,
     done,
@@ -64,6 +72,7 @@ export async function startWorker(
     const waited = POLL_CONFIRM_TIMEOUT_MS / 1000;
     Runtime.instance().logger.warn(`The server has not reported this worker polling "${worker.options.taskQueue}" after ${waited} s`);
   }
+  await ensureEngines(new Client({ connection, namespace: settings.namespace }), taskQueue, deps.config);
   return handle;
 }
 

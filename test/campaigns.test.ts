@@ -497,6 +497,31 @@ test('a long campaign continues as new between batches and still sends each reci
   expect(new Set(runs).size).toBe(3);
 });
 
+test("one recipient's 4xx holds back nobody: the campaign goes on, that email follows through the delivery engine", async () => {
+  const project = await env.project('campaigns greylisted');
+  await sending.verifiedDomain(project, 'cmp-grey.test');
+  await seedContacts(project, 'grey', 60);
+  const c = await createCampaign(env, project, 'cmp-grey.test');
+  // The first recipient's mail is refused for now, twice: once from the batch, once from the engine.
+  smtp.failNext(451, 2);
+  expect((await env.http().post(`/campaigns/${c.id}/send`).set(auth(project)).send({})).status).toBe(200);
+  await waitForStatus(env, project, c.id, 'SENT');
+  await waitUntil(async () => mailTo('grey').length === 60, 30_000);
+  await sleep(300);
+  expect(expectNoDuplicates(mailTo('grey')).size).toBe(60);
+  await waitUntil(async () => (await getCampaign(env, project, c.id)).stats.sent === 60);
+  expect(await emailCounts(c.id)).toEqual({ SENT: 60 });
+  const recipients = await query<{ status: string; n: string }>(
+    env.orm.em.fork(),
+    'select status, count(*) as n from campaign_recipients where campaign_id = ? group by status',
+    [c.id],
+  );
+  expect(recipients.map((r) => [r.status, Number(r.n)])).toEqual([['SENT', 60]]);
+  // The deferred one was tried more than once and says so.
+  const retried = await query<{ attempts: number }>(env.orm.em.fork(), 'select attempts from emails where campaign_id = ? and attempts > 1', [c.id]);
+  expect(retried.length).toBeGreaterThanOrEqual(1);
+});
+
 describe('a worker killed mid-send', () => {
   const DOMAIN = 'cmp-restart.test';
   const N = 800;
@@ -539,11 +564,11 @@ describe('a worker killed mid-send', () => {
     expect((await env2.http().post(`/campaigns/${c.id}/send`).set(auth(project)).send({})).status).toBe(200);
     await waitUntil(async () => mailTo('restart').length >= 250, 20_000);
 
-    // From now on the relay refuses every message (451 after DATA: nothing more is accepted, the
-    // batch fails and is retried). Once every accepted message is recorded SENT, the kill lands
-    // mid-campaign (the batch activity running or between attempts) without an email in SMTP's
-    // own gap between the relay's acceptance and the SENT mark (see temporal/activities/campaigns.ts).
-    smtp.failNext(451, 1_000_000);
+    // From now on the relay cannot be reached (nothing more is accepted, the batch fails and is
+    // retried). Once every accepted message is recorded SENT, the kill lands mid-campaign (the
+    // batch activity running or between attempts) without an email in SMTP's own gap between the
+    // relay's acceptance and the SENT mark (see temporal/activities/campaigns.ts).
+    await smtp.stop();
     const sentRows = async () =>
       Number((await queryOne<{ n: string }>(env.orm.em.fork(), 'select count(*) as n from emails where campaign_id = ? and sent_at is not null', [c.id]))!.n);
     await waitUntil(async () => (await sentRows()) === mailTo('restart').length, 15_000);
@@ -552,7 +577,7 @@ describe('a worker killed mid-send', () => {
     expect((await getCampaign(env2, project, c.id)).status).toBe('SENDING');
     await child!.kill();
     log(`killed with ${before} of ${N} sent`);
-    smtp.clearFailures();
+    await smtp.restart();
     child = await spawnWorkerProcess(workerEnv());
 
     const done = await waitForStatus(env2, project, c.id, 'SENT', 60_000);

@@ -74,13 +74,13 @@ async function trackAll(eventName: string, prefix: string): Promise<{ email: str
   return out;
 }
 
-const describeRaw = async (executionId: string) =>
-  (await env.temporal.client.workflow.getHandle(`journey:${executionId}`).describe()).raw;
+const describeRaw = async (executionId: string, workflowId = `journey:${executionId}`) =>
+  (await env.temporal.client.workflow.getHandle(workflowId).describe()).raw;
 type PendingActivity = NonNullable<Awaited<ReturnType<typeof describeRaw>>['pendingActivities']>[number];
 
 /** Activities the workflow history scheduled, by type, and every recorded start attempt. */
-async function activityHistory(executionId: string) {
-  const history = await env.temporal.client.workflow.getHandle(`journey:${executionId}`).fetchHistory();
+async function activityHistory(executionId: string, workflowId = `journey:${executionId}`) {
+  const history = await env.temporal.client.workflow.getHandle(workflowId).fetchHistory();
   const scheduled: Record<string, number> = {};
   const typeByEventId = new Map<string, string>();
   const attempts: { type: string; attempt: number }[] = [];
@@ -189,8 +189,9 @@ afterAll(async () => {
  * One kill, two situations at once (each restart costs the sticky timeout, so they share it):
  *   delay: SEND_EMAIL → DELAY → SEND_EMAIL → WAIT_FOR_EVENT (timeout) → EXIT, five executions
  *          waiting in the DELAY's timer;
- *   send:  SEND_EMAIL → EXIT, five executions inside their SEND_EMAIL: the email row is written,
- *          the relay refuses connections and every delivery waits for its next attempt.
+ *   send:  SEND_EMAIL → EXIT, five executions that queued their email and ended; the relay
+ *          refuses connections, so the delivery engine handed each email to its retry workflow,
+ *          and every one waits for its next attempt.
  */
 test('SIGKILL while executions wait in a DELAY and while SEND_EMAILs are in flight: all finish, no step or email twice', async () => {
   const delayWf = await buildWorkflow(env, project, {
@@ -238,25 +239,32 @@ test('SIGKILL while executions wait in a DELAY and while SEND_EMAILs are in flig
   await smtp.stop();
   const sendContacts = await trackAll('restart-send', 'send');
 
-  // Kill only when every send execution's deliverEmail is between attempts (none running on the
-  // worker) with its next attempt far enough away that it cannot start before the kill lands,
-  // and the delay executions are still quiet in their DELAY.
+  // The journeys do not wait for delivery: they end once their email is queued.
+  await waitUntil(async () => (await listExecutions(env, project, sendWf.id, 'EXITED')).length === CONTACTS, 15_000);
+  const sendEmails = await query<{ id: string }>(
+    env.orm.em.fork(),
+    `select id from emails where project_id = ? and to_email like 'send-%'`,
+    [project.id],
+  );
+  expect(sendEmails).toHaveLength(CONTACTS);
+
+  // Kill only when every email's retry workflow is between attempts (none running on the worker)
+  // with its next attempt far enough away that it cannot start before the kill lands, and the
+  // delay executions are still quiet in their DELAY.
   await waitUntil(async () => {
-    const list = await listExecutions(env, project, sendWf.id, 'RUNNING');
-    if (list.length !== CONTACTS) return false;
-    const raws = await Promise.all(list.map((e) => describeRaw(e.id)));
+    const raws = await Promise.all(sendEmails.map((e) => describeRaw('', `send:${e.id}`).catch(() => undefined)));
     const stillDelayed = await inDelay();
     const now = Date.now();
     const between = raws.every((raw) => {
-      const pending = raw.pendingActivities ?? [];
+      const pending = raw?.pendingActivities ?? [];
       const a = pending[0] as PendingActivity | undefined;
-      if (pending.length !== 1 || a?.activityType?.name !== 'deliverEmail' || raw.pendingWorkflowTask) return false;
+      if (pending.length !== 1 || a?.activityType?.name !== 'deliverEmail' || raw?.pendingWorkflowTask) return false;
       const next = a.nextAttemptScheduleTime;
       const nextMs = next ? Number(next.seconds) * 1000 + Math.floor((next.nanos ?? 0) / 1e6) : 0;
       return a.state === PENDING_SCHEDULED && (a.attempt ?? 0) >= 2 && nextMs - now >= 400;
     });
     if (!between) return false;
-    if (!stillDelayed) throw new Error('the DELAY ended before the send executions were between attempts');
+    if (!stillDelayed) throw new Error('the DELAY ended before the retry workflows were between attempts');
     await child!.kill();
     return true;
   }, 15_000);
@@ -270,16 +278,13 @@ test('SIGKILL while executions wait in a DELAY and while SEND_EMAILs are in flig
   await new Promise((r) => setTimeout(r, 500));
   // Nothing moved without a worker.
   expect(await listExecutions(env, project, delayWf.id, 'WAITING')).toHaveLength(CONTACTS);
-  expect(await listExecutions(env, project, sendWf.id, 'RUNNING')).toHaveLength(CONTACTS);
+  expect(
+    await query(env.orm.em.fork(), `select 1 from emails where project_id = ? and to_email like 'send-%' and status = 'SENT'`, [project.id]),
+  ).toEqual([]);
 
   child = await spawnWorkerProcess(workerEnv());
   log(`new child ready ${Date.now() - killedAt} ms after the kill`);
-  await waitUntil(
-    async () =>
-      (await listExecutions(env, project, delayWf.id, 'EXITED')).length === CONTACTS &&
-      (await listExecutions(env, project, sendWf.id, 'EXITED')).length === CONTACTS,
-    40_000,
-  );
+  await waitUntil(async () => (await listExecutions(env, project, delayWf.id, 'EXITED')).length === CONTACTS, 40_000);
   log(`all EXITED ${Date.now() - killedAt} ms after the kill`);
 
   // The delay executions: five steps each, once; two mails each; every activity ran once.
@@ -290,28 +295,25 @@ test('SIGKILL while executions wait in a DELAY and while SEND_EMAILs are in flig
     expect(scheduled).toEqual({
       recordStepStarted: 5,
       recordStepFinished: 5,
+      // The email goes to the delivery engine; the journey runs no delivery of its own.
       queueJourneyEmail: 2,
-      // SENT is recorded inside deliverEmail; recordEmailSent runs only when that fails.
-      deliverEmail: 2,
       finishExecution: 1,
     });
     expect(attempts.filter((a) => a.attempt !== 1)).toEqual([]);
   }
 
-  // The send executions: one mail each; the step's activities were scheduled once each and only
-  // the delivery needed more than one attempt.
+  // The send executions: one mail each, every journey activity once; the email's retry workflow
+  // did the attempts (more than one), and SENT was recorded inside its delivery.
   const sendRuns = await expectFinished(sendWf, 'EXITED', ['SEND_EMAIL', 'EXIT']);
   await expectMail(sendContacts, 1, ['First mail']);
   for (const run of sendRuns) {
     const { scheduled, attempts } = await activityHistory(run.id);
-    expect(scheduled).toEqual({
-      recordStepStarted: 2,
-      recordStepFinished: 2,
-      queueJourneyEmail: 1,
-      deliverEmail: 1,
-      finishExecution: 1,
-    });
-    expect(attempts.filter((a) => a.type !== 'deliverEmail' && a.attempt !== 1)).toEqual([]);
+    expect(scheduled).toEqual({ recordStepStarted: 2, recordStepFinished: 2, queueJourneyEmail: 1, finishExecution: 1 });
+    expect(attempts.filter((a) => a.attempt !== 1)).toEqual([]);
+  }
+  for (const email of sendEmails) {
+    const { scheduled, attempts } = await activityHistory('', `send:${email.id}`);
+    expect(scheduled).toEqual({ deliverEmail: 1 });
     expect(attempts.find((a) => a.type === 'deliverEmail')!.attempt).toBeGreaterThanOrEqual(2);
   }
 });

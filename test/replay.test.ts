@@ -9,9 +9,10 @@ import { Worker } from '@temporalio/worker';
  * non-determinism error. A change to the commands a workflow issues therefore goes behind
  * `patched()` (temporal/workflows/patches.ts) and keeps these passing.
  *
- * Each fixture is the `temporal workflow show --output json` of one run: one per workflow type, a
- * journey through every step type, and `send-emails-remote-record` from before SENT was recorded
- * by a local activity.
+ * Each fixture is the history of one run: one per workflow type; a journey through every step type
+ * from before the delivery engine (it delivered its emails itself), and `journey-engine-send` from
+ * after; `send-emails-remote-record` from before SENT was recorded by a local activity; the
+ * delivery engine with a retry workflow started, and the trigger dispatcher, a few rounds each.
  */
 
 const dir = path.join(__dirname, 'fixtures');

@@ -8,6 +8,7 @@ import { queryOne } from '../db/sql';
 import { createSmtpMailer } from '../mail/transport';
 import { createSendActivities } from '../temporal/activities/send';
 import { workflowIds } from '../temporal/ids';
+import { ProjectIdKey } from '../temporal/search-attributes';
 import type { DnsServer } from './helpers/dns';
 import { bearer, type TestEnv } from './helpers/env';
 import { type SendingEnv, startSendingEnv, waitUntil } from './helpers/sending';
@@ -197,9 +198,27 @@ test('a permanent 5xx marks the email FAILED without retrying; a 4xx is retried'
   const rejectedId = rejected.body.data.emails[0].email;
   await waitUntil(async () => (await emailStatus(rejectedId)) === 'FAILED');
 
+  const failed = await queryOne<{ error: string; smtp_response: string; attempts: number }>(
+    env.orm.em.fork(),
+    'select error, smtp_response, attempts from emails where id = ?',
+    [rejectedId],
+  );
+  expect(failed).toMatchObject({ smtp_response: expect.stringContaining('550'), attempts: 1 });
+
   smtp.failNext(451, 2);
   const deferred = await send('deferred@example.org');
   const deferredId = deferred.body.data.emails[0].email;
+  // It leaves the fast path for its own retry workflow, which an operator finds by project and email id.
+  const retry = env.temporal.client.workflow.getHandle(workflowIds.sendEmails(deferredId));
+  await waitUntil(async () => !!(await retry.describe().catch(() => undefined)));
+  const described = await retry.describe();
+  expect(described.typedSearchAttributes.get(ProjectIdKey)).toBe(project.id);
+  // Its backoff ceiling is SEND_RETRY_MAX_INTERVAL_SECONDS.
+  const scheduled = (await retry.fetchHistory()).events!.flatMap((e) => e.activityTaskScheduledEventAttributes ?? []);
+  expect(Number(scheduled[0]!.retryPolicy!.maximumInterval!.seconds)).toBe(env.deps.config.sendRetryMaxIntervalSeconds);
+  // Nobody else's mail waits for it.
+  const other = await send('not-held-back@example.org');
+  await waitUntil(async () => (await emailStatus(other.body.data.emails[0].email)) === 'SENT');
   await waitUntil(async () => (await emailStatus(deferredId)) === 'SENT');
   expect(smtp.messages.filter((m) => m.envelope.to.includes('deferred@example.org'))).toHaveLength(1);
   expect(smtp.messages.filter((m) => m.envelope.to.includes('rejected@example.org'))).toHaveLength(0);
@@ -233,14 +252,10 @@ test('a failed status update after the relay accepted does not send the message 
     expect(Number(attempts!.n)).toBe(2);
     await new Promise((r) => setTimeout(r, 500));
     expect(smtp.messages.filter((m) => m.envelope.to.includes('once@example.org'))).toHaveLength(1);
-    // The retried SENT is a local activity: one activity task (the delivery), the rest markers.
-    const handle = env.temporal.client.workflow.getHandle(workflowIds.sendEmails(id));
-    await handle.result();
-    const events = (await handle.fetchHistory()).events ?? [];
-    const scheduled = events.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
-    expect(scheduled).toEqual(['deliverEmail']);
-    const markers = events.flatMap((e) => e.markerRecordedEventAttributes?.markerName ?? []);
-    expect(markers).toEqual(expect.arrayContaining(['core_patch', 'core_local_activity']));
+    // The engine wrote the mark again; the email never left the fast path for a retry workflow.
+    const row = await queryOne<{ attempts: number }>(em, 'select attempts from emails where id = ?', [id]);
+    expect(row!.attempts).toBe(1);
+    await expect(env.temporal.client.workflow.getHandle(workflowIds.sendEmails(id)).describe()).rejects.toThrow(/not found/);
   } finally {
     await em.getConnection().execute('drop trigger if exists fail_first_sent on emails; drop sequence if exists sent_attempts;');
   }
@@ -256,13 +271,13 @@ test('delivery marks the email SENT itself: an attempt retried after the worker 
     {
       projectId: project.id, contactId: contact.body.id, domainId: domain!.id, templateId: null, source: 'transactional',
       marketing: false, toEmail: 'retried@example.org', toName: null, fromEmail: `hello@${DOMAIN}`, fromName: null,
-      replyTo: null, subject: 'Retried', body: 'Once', headers: {}, attachmentSetId: null,
+      replyTo: null, subject: 'Retried', body: 'Once', headers: {}, attachmentSetId: null, queue: null,
     },
     `test:retried:${Date.now()}`,
   );
   const mailer = createSmtpMailer(smtp.url);
   try {
-    const { deliverEmail } = createSendActivities({ orm: env.orm, mailer });
+    const { deliverEmail } = createSendActivities({ orm: env.orm, mailer, config: env.deps.config });
     const first = await new MockActivityEnvironment().run(deliverEmail, emailId);
     expect(first).toMatchObject({ delivered: true, recorded: true });
     // The attempt's completion never reached Temporal (the worker was killed): the row says SENT anyway.

@@ -190,8 +190,8 @@ when every recipient has been handled. Follow it with \`GET /campaigns/{id}\` or
           publicUrl: deps.config.publicUrl,
           linkSecret: deps.linkSecret,
           senders: deps.config,
+          queue: deps.config.temporal.taskQueue,
         });
-        await deps.temporal.sendEmails(project.id, [emailId]);
         return { emailId, email: body.email.toLowerCase(), status: 'QUEUED' as const };
       }),
   });

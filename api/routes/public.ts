@@ -1,8 +1,8 @@
 import { queueSend } from '../../db/send';
 import { outboxNotice } from '../../mail/outbox';
-import { forgetIdempotencyKey, idempotent } from '../../db/idempotency';
-import { type TrackedEvent, trackEvent } from '../../db/track';
-import { deliverTrackedEvent } from '../../temporal/triggers';
+import { idempotent } from '../../db/idempotency';
+import { trackEvent } from '../../db/track';
+import { queueTriggers } from '../../db/trigger-outbox';
 import type { AppDeps } from '../context';
 import { idempotencyKey } from '../idempotency-key';
 import type { RouteContext, RouteRegistry } from '../routing';
@@ -19,10 +19,12 @@ export function registerPublicRoutes(api: RouteRegistry, deps: AppDeps): void {
     method: 'post',
     path: '/v1/send',
     tag: 'Public API',
-    summary: 'Send a transactional email to one or more recipients (queued at once, delivered by a workflow)',
-    description: `Renders and queues one email per recipient, then answers at once with their ids; a workflow
-delivers them (statuses QUEUED → SENT → DELIVERED / OPENED / CLICKED, or BOUNCED / FAILED), retrying for
-as long as the relay is unreachable.
+    summary: 'Send a transactional email to one or more recipients (queued at once, delivered by the delivery engine)',
+    description: `Renders and queues one email per recipient in one database transaction, then answers at once with
+their ids: a 200 means the emails are stored and will be delivered, whatever fails afterwards. The delivery
+engine sends them within milliseconds (statuses QUEUED → SENDING → SENT → DELIVERED / OPENED / CLICKED, or
+BOUNCED / FAILED); an email the relay refuses for now (4xx) or cannot get through is retried with backoff
+for as long as it takes, by its own workflow.
 
 - \`to\`: an address, \`{name, email}\`, or an array of up to 100 of them. Each recipient gets its own
   message, rendered with its own contact's variables. Recipients become contacts if they are not;
@@ -57,11 +59,10 @@ as long as the relay is unreachable.
             linkSecret: deps.linkSecret,
             maxMessageBytes: MESSAGE_MAX_BYTES,
             senders: deps.config,
+            queue: deps.config.temporal.taskQueue,
           },
           body,
         );
-        // Started before the commit: if Temporal refuses, the rows roll back and the client can retry.
-        await deps.temporal.sendEmails(project.id, emails.map((e) => e.email));
         const outbox = deps.config.outbox ? { outbox: outboxNotice(deps.config.publicUrl) } : {};
         return { status: 200, body: { success: true, data: { emails, timestamp: new Date().toISOString(), ...outbox } } };
       });
@@ -76,24 +77,19 @@ as long as the relay is unreachable.
     req,
     res,
   }: Pick<RouteContext<'secret', z.output<typeof trackBody>, undefined, undefined>, 'scope' | 'project' | 'body' | 'req' | 'res'>) => {
-    const key = idempotencyKey(req);
-    let tracked: TrackedEvent | undefined;
-    const result = await idempotent(scope.em, project.id, 'track', key, body, async (tx) => {
-      tracked = await trackEvent(tx, project.id, body);
+    const result = await idempotent(scope.em, project.id, 'track', idempotencyKey(req), body, async (tx) => {
+      const tracked = await trackEvent(tx, project.id, body);
+      // In the same transaction: the journeys it starts and the executions it signals are a promise kept after any crash.
+      await queueTriggers(tx, deps.config.temporal.taskQueue, {
+        projectId: project.id,
+        contactId: tracked.contact,
+        eventId: tracked.event,
+        name: body.event,
+        trackedAt: tracked.timestamp,
+        context: tracked.context,
+      });
       return { status: 200, body: { success: true, data: { contact: tracked.contact, event: tracked.event, timestamp: tracked.timestamp } } };
     });
-    // After the commit, so executions see the contact. Should Temporal refuse, the key is released:
-    // a retry records the event again rather than losing the workflows it triggers.
-    if (tracked) {
-      const event = tracked;
-      await deliverTrackedEvent(
-        { em: scope.em, temporal: deps.temporal, config: deps.config },
-        { projectId: project.id, contactId: event.contact, eventId: event.event, name: body.event, trackedAt: event.timestamp, context: event.context },
-      ).catch(async (err: unknown) => {
-        await forgetIdempotencyKey(scope.em, project.id, 'track', key);
-        throw err;
-      });
-    }
     return replay(res, result);
   };
 
@@ -108,7 +104,8 @@ as long as the relay is unreachable.
 on the event.
 
 Then every enabled workflow triggered by this event name starts an execution for the contact (subject to
-its re-entry rule), and the contact's executions waiting for this event move on.
+its re-entry rule), and the contact's executions waiting for this event move on. Both happen right after the
+answer, from a record written in the same transaction as the event: a 200 means they will happen.
 
 The **public key** (\`pk_…\`) works here, so a web page can call it directly (CORS allowed). Names starting
 with \`email.\`, \`contact.\` or \`segment.\` are reserved for events the service emits (422).

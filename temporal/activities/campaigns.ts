@@ -11,7 +11,7 @@ import {
   loadRecipientBatch,
   loadSendingCampaign,
   markCampaignEmailsFailed,
-  markCampaignEmailsRetrying,
+  deferCampaignEmails,
   markCampaignEmailsSent,
   type SentMark,
   settleRecipients,
@@ -30,6 +30,7 @@ import { AppError } from '../../errors';
 import { composeMessage } from '../../mail/compose';
 import { dkimKeyObject } from '../../mail/dkim';
 import { type Mailer, SmtpError } from '../../mail/transport';
+import { SentMarks } from './sent-marks';
 
 export interface CampaignBatchInput {
   campaignId: string;
@@ -128,62 +129,6 @@ class Pacer {
     }
     if (r.waitMs > 0) await pause(r.waitMs);
     this.available += n;
-  }
-}
-
-/**
- * Writes SENT marks as soon as the relay accepts: one statement for whatever accumulated while the
- * previous write ran, so under load the marks batch themselves and when idle each goes at once.
- * The marks not yet written when a worker dies are the at-least-once gap (see sendCampaignBatch).
- */
-class SentMarks {
-  private pending: SentMark[] = [];
-  private running: Promise<void> | undefined;
-  failure: unknown;
-  written = 0;
-
-  constructor(private readonly write: (marks: SentMark[]) => Promise<void>) {}
-
-  add(mark: SentMark): void {
-    this.pending.push(mark);
-    this.kick();
-  }
-
-  private kick(): void {
-    if (this.running || this.failure) return;
-    this.running = this.loop().finally(() => {
-      this.running = undefined;
-      if (this.pending.length) this.kick();
-    });
-  }
-
-  private async loop(): Promise<void> {
-    while (this.pending.length && !this.failure) {
-      const marks = this.pending.splice(0);
-      for (let attempt = 1; ; attempt++) {
-        try {
-          await this.write(marks);
-          this.written += marks.length;
-          break;
-        } catch (err) {
-          if (attempt >= 5) {
-            this.failure = err;
-            return;
-          }
-          await new Promise((r) => setTimeout(r, 200 * attempt));
-        }
-      }
-    }
-  }
-
-  /** Resolves once every mark added so far is written; throws if writing them failed for good. */
-  async drain(): Promise<void> {
-    for (;;) {
-      if (this.running) await this.running;
-      else if (this.pending.length && !this.failure) this.kick();
-      else break;
-    }
-    if (this.failure) throw this.failure;
   }
 }
 
@@ -333,9 +278,9 @@ export function createCampaignActivities({ orm, mailer, config }: { orm: Orm; ma
           const r = await reserveSendSlots<SendStatus>(em, campaign.projectId, n, defaultRate, campaignSendStatusSql(input.campaignId));
           return { waitMs: r.waitMs, status: r.extra };
         }, Math.max(1, Math.min(100, Math.floor(rate / 10))));
-        const marks = new SentMarks((m) => markCampaignEmailsSent(em, campaign.projectId, input.campaignId, m));
+        const marks = new SentMarks<SentMark>((m) => markCampaignEmailsSent(em, campaign.projectId, input.campaignId, m));
         const failures: { emailId: string; contactId: string; error: string }[] = [];
-        const retrying: { emailId: string; error: string }[] = [];
+        const deferred: { emailId: string; error: string }[] = [];
 
         const deadline = Date.now() + input.maxBatchSeconds * 1000;
         let halt: { reason: 'stopped' | 'error'; error?: unknown } | undefined;
@@ -370,9 +315,13 @@ export function createCampaignActivities({ orm, mailer, config }: { orm: Orm; ma
               if (err instanceof SmtpError && err.permanent) {
                 failures.push({ emailId: item.email.email.id, contactId: item.contactId, error: err.message });
                 completed[i] = true;
+              } else if (err instanceof SmtpError && err.responseCode !== undefined) {
+                // One recipient refused for now (a 4xx, e.g. greylisting): that email goes on through
+                // the delivery engine and its retry workflow; the rest of the campaign does not wait.
+                deferred.push({ emailId: item.email.email.id, error: err.message });
+                completed[i] = true;
               } else {
-                // The batch is retried; the email says why meanwhile (GET /emails/:id).
-                if (err instanceof SmtpError) retrying.push({ emailId: item.email.email.id, error: err.message });
+                // The relay cannot be reached: nobody's mail can go, the batch is retried with backoff.
                 return void stop('error', err);
               }
             }
@@ -389,7 +338,7 @@ export function createCampaignActivities({ orm, mailer, config }: { orm: Orm; ma
         // Whatever happened, what the relay accepted is recorded before this attempt ends.
         await marks.drain();
         await markCampaignEmailsFailed(em, input.campaignId, failures);
-        await markCampaignEmailsRetrying(em, retrying);
+        await deferCampaignEmails(em, ctx.info.taskQueue, deferred);
         await releaseSendSlots(em, campaign.projectId, pacer.reserved - pacer.used, defaultRate);
 
         if (halt?.reason === 'error') {

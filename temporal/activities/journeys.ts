@@ -5,6 +5,7 @@ import { allowance, OVER_LIMIT_ERROR, refusedOverLimit, refuseOverLimit } from '
 import { getContact, updateContact } from '../../db/contacts';
 import { requireVerifiedSender } from '../../db/domains';
 import { compileContent, marketingContext, renderForContact } from '../../db/email-content';
+import { notifyQueued } from '../../db/delivery-queue';
 import { insertEmailOnce, type NewEmail } from '../../db/emails';
 import type { JsonValue } from '../../db/entities/contact';
 import { recordSubscriptionChange } from '../../db/events';
@@ -33,7 +34,8 @@ export function createJourneyActivities({ orm, config }: { orm: Orm; config: Con
     finishExecution: (input: Parameters<typeof finishExecution>[1]) => finishExecution(orm.em.fork(), input),
 
     /**
-     * Renders the template for the contact and writes the email row once per (execution, step).
+     * Renders the template for the contact and writes the email row once per (execution, step),
+     * for the delivery engine of the worker's task queue to send (the journey does not wait for it).
      * Over the project's monthly workflow cap the row is written FAILED (OVER_LIMIT_ERROR) and the
      * step completes as skipped: nothing is delivered, and nothing retries.
      */
@@ -79,12 +81,14 @@ export function createJourneyActivities({ orm, config }: { orm: Orm; config: Con
         replyTo: template.replyTo,
         ...rendered,
         attachmentSetId: null,
+        queue: config.temporal.taskQueue,
       };
       return em.transactional(async (tx) => {
         const allowed = await allowance(tx, input.projectId, 'workflow', { lock: true });
         const emailId = await insertEmailOnce(tx, email, `journey:${input.executionId}:${input.seq}`);
         // A row an earlier attempt wrote was counted then; only a new one needs room under the cap.
         if (emailId === id && allowed.remaining < 1) await refuseOverLimit(tx, [id]);
+        await notifyQueued(tx, email.queue!);
         return (await refusedOverLimit(tx, emailId)) ? { skipped: OVER_LIMIT_ERROR } : { emailId };
       });
     },

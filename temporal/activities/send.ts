@@ -1,5 +1,7 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { loadEmailForDelivery, markEmailFailed, markEmailRetrying, markEmailSending, markEmailSent } from '../../db/emails';
+import type { Config } from '../../config';
+import { claimForWorkflow } from '../../db/delivery-queue';
+import { loadEmailForDelivery, markEmailFailed, markEmailRetrying, markEmailSent } from '../../db/emails';
 import type { Orm } from '../../db/orm';
 import { PROJECT_DISABLED_ERROR } from '../../db/project-security';
 import { SUPPRESSED_ERROR } from '../../db/suppressions';
@@ -12,10 +14,13 @@ export type DeliveryOutcome =
   | { delivered: true; smtpResponse: string; recorded?: boolean }
   | { delivered: false; reason: 'already_sent' | 'missing' | 'suppressed' | 'project_disabled' };
 
-export function createSendActivities({ orm, mailer }: { orm: Orm; mailer: Mailer }) {
+export function createSendActivities({ orm, mailer, config }: { orm: Orm; mailer: Mailer; config: Pick<Config, 'sendRetryMaxIntervalSeconds'> }) {
+  // Held across the attempt and the backoff before the next one, so the engine leaves the email to this workflow.
+  const leaseSeconds = config.sendRetryMaxIntervalSeconds + 120;
   return {
     /**
-     * Hands one email to the relay, then marks it SENT at once: an attempt retried after this
+     * The per-email retry workflow's attempt (workflowIds.sendEmails; also what executions from
+     * before the delivery engine run). Hands one email to the relay, then marks it SENT at once: an attempt retried after this
      * worker dies finds it SENT and does not send it again, so the duplicate window is the moment
      * between the relay's acceptance and that commit. A failure to record is not a failure to
      * send: the workflow then records it with recordEmailSent, retried on its own.
@@ -42,7 +47,8 @@ export function createSendActivities({ orm, mailer }: { orm: Orm; mailer: Mailer
       }
       const keys = found.dkim;
       const dkim = keys && { domainName: keys.domain, keySelector: keys.selector, privateKey: dkimKeyObject(keys.privateKeyPem) };
-      await markEmailSending(em, emailId);
+      // An engine sending it right now holds the lease: try again shortly, and find it settled.
+      if (!(await claimForWorkflow(em, emailId, leaseSeconds))) throw ApplicationFailure.retryable(`Email ${emailId} is being sent by the delivery engine`);
       let smtpResponse: string;
       try {
         const beat = setInterval(() => Context.current().heartbeat(), 5_000);

@@ -3,6 +3,8 @@ export { deleteContactField } from './delete-contact-field';
 export { contactImport } from './contact-import';
 export { domainVerification } from './domain-verification';
 export { sendEmails } from './send-emails';
+export { deliveryEngine, type DeliveryEngineInput } from './delivery-engine';
+export { triggerDispatcher, type TriggerDispatcherInput } from './trigger-dispatcher';
 export { journey, type JourneyInput } from './journey';
 export { segmentCompute, segmentEventDelivery } from './segment-compute';
 export { campaign, type CampaignInput } from './campaign';

@@ -6,4 +6,6 @@
 export const PATCHES = {
   /** sendEmails records SENT with a local activity (2026-11-26). */
   recordSentLocally: 'send-emails-record-sent-locally',
+  /** A journey's SEND_EMAIL queues the email for the delivery engine and does not deliver it itself (2026-11-26). */
+  journeySendViaEngine: 'journey-send-via-engine',
 } as const;

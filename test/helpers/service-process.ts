@@ -7,7 +7,8 @@ import { freePort } from '../../cli/temporal-server';
 /**
  * The real service as a child process (`tidings start` from source) with nothing configured: no
  * DATABASE_URL, no TEMPORAL_ADDRESS, no SMTP_URL. It starts an embedded PostgreSQL and a Temporal
- * dev server under DATA_DIR.
+ * dev server under DATA_DIR. Tests that kill one role of it can instead give it settings
+ * (`startService(dir, ports, { roles: ['--api'], env: { DATABASE_URL, TEMPORAL_ADDRESS, … } })`).
  *
  * Every port is picked free for this run (the fixed defaults 3000/54329/7233/8233 may be taken by
  * other processes on the machine).
@@ -78,7 +79,14 @@ export interface Service {
   hasExited(): boolean;
 }
 
-export function startService(dataDir: string, ports: Ports): Service {
+export interface ServiceOptions {
+  /** Options of `tidings start`: ['--api'] or ['--worker'] for one role; none for both. */
+  roles?: ('--api' | '--worker')[];
+  /** Settings on top of the defaults, e.g. the test run's DATABASE_URL and TEMPORAL_ADDRESS instead of the embedded ones. */
+  env?: Record<string, string>;
+}
+
+export function startService(dataDir: string, ports: Ports, opts: ServiceOptions = {}): Service {
   const env = cleanEnv({
     DATA_DIR: dataDir,
     PORT: String(ports.api),
@@ -86,9 +94,15 @@ export function startService(dataDir: string, ports: Ports): Service {
     TEMPORAL_DEV_PORT: String(ports.temporal),
     TEMPORAL_UI_PORT: String(ports.ui),
     LOG_LEVEL: 'warn',
+    ...opts.env,
   });
   // Own process group, so that a failed test can still take down whatever is left (afterAll).
-  const child = spawn(process.execPath, [...CLI, 'start'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const child = spawn(process.execPath, [...CLI, 'start', ...(opts.roles ?? [])], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
   let stderr = '';
   let done = false;
   child.stderr!.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
@@ -100,6 +114,27 @@ export function startService(dataDir: string, ports: Ports): Service {
     });
   });
   return { child, ports, stderr: () => stderr, exited, hasExited: () => done };
+}
+
+/** Resolves once the service printed `text` on stderr (its start-up log); rejects if it exits first or after `timeoutMs`. */
+export async function waitForStderr(s: Service, text: string, timeoutMs = HEALTH_TIMEOUT_MS): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!s.stderr().includes(text)) {
+    if (s.hasExited()) throw new Error(`the service exited before printing "${text}":\n${s.stderr()}`);
+    if (Date.now() > deadline) throw new Error(`no "${text}" within ${timeoutMs / 1000}s\nstderr:\n${s.stderr()}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** SIGKILL to the service's process group (the crash under test); resolves once the service process is gone. */
+export async function killService(s: Service): Promise<void> {
+  if (s.hasExited()) return;
+  try {
+    process.kill(-s.child.pid!, 'SIGKILL');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
+  }
+  await s.exited;
 }
 
 export const api = (s: Service, p: string) => `http://127.0.0.1:${s.ports.api}${p}`;

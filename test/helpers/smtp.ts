@@ -58,6 +58,11 @@ export interface SmtpSink {
   clearFailures(): void;
   /** Forgets the messages received so far. */
   clear(): void;
+  /**
+   * Milliseconds between taking a message (it is in `messages`) and answering 250: a client that
+   * dies meanwhile never hears that its message was accepted (SMTP's own duplicate window).
+   */
+  acceptDelayMs: number;
   /** Stops listening and drops open connections: clients get "connection refused" until restart(). */
   stop(): Promise<void>;
   /** Listens again on the same port. */
@@ -141,7 +146,8 @@ export async function startSmtpSink(opts: SmtpSinkOptions = {}): Promise<SmtpSin
           receivedAt: new Date(),
         });
         for (const wake of [...waiters]) wake();
-        callback(null, 'Queued (test sink)');
+        if (sink.acceptDelayMs > 0) setTimeout(() => callback(null, 'Queued (test sink)'), sink.acceptDelayMs);
+        else callback(null, 'Queued (test sink)');
       });
     },
   };
@@ -172,7 +178,8 @@ export async function startSmtpSink(opts: SmtpSinkOptions = {}): Promise<SmtpSin
 
   await listen();
 
-  return {
+  const sink: SmtpSink = {
+    acceptDelayMs: 0,
     host,
     get port() {
       return port;
@@ -229,4 +236,5 @@ export async function startSmtpSink(opts: SmtpSinkOptions = {}): Promise<SmtpSin
     },
     close: shutdown,
   };
+  return sink;
 }

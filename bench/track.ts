@@ -1,0 +1,100 @@
+/**
+ * Track benchmark with no workflow listening: N `signup` events for N new contacts through
+ * POST /v1/track with concurrent keep-alive clients, so each request creates a contact and records
+ * an event and nothing else is triggered (bench/workflows.ts measures the same requests when they
+ * start journeys).
+ *
+ *   npx tsx bench/track.ts [--n 5000] [--concurrency 16]
+ *
+ * Set-up as bench/send.ts (bench/harness.ts startStack): a fresh database, an in-memory Temporal dev
+ * server, the test DNS server and SMTP sink, and in this process the API (RATE_LIMIT_PER_MINUTE
+ * raised) and the service's worker, as a deployment runs them; one project and no workflow. The
+ * load generator, API and worker share one Node process; PostgreSQL and Temporal share the machine.
+ *
+ * Output: tracks/s (first request to last 200), latency, the CPU time of this process, the Temporal
+ * server and PostgreSQL per track, and the goals of issue 12 (≥ 1,500 tracks/s, p99 < 50 ms).
+ */
+import os from 'node:os';
+import { parseArgs } from 'node:util';
+import { performance } from 'node:perf_hooks';
+import { BENCH_RATE_LIMIT, cpuSnapshot, startStack, Teardown, type Interruption, runBench } from './harness';
+import { closedLoop, environmentLine, goalLines, log, percentile, positiveInt, RequestTally } from './support';
+
+const EVENT = 'signup';
+const PLANS = ['free', 'starter', 'pro', 'enterprise'];
+
+function options() {
+  const { values } = parseArgs({
+    options: {
+      n: { type: 'string', default: '5000' },
+      concurrency: { type: 'string', default: '16' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) {
+    process.stdout.write('Usage: npx tsx bench/track.ts [--n 5000] [--concurrency 16]\n');
+    process.exit(0);
+  }
+  return { n: positiveInt('n', values.n), concurrency: positiveInt('concurrency', values.concurrency) };
+}
+
+async function main(teardown: Teardown, stop: Interruption): Promise<void> {
+  const opts = options();
+  const stack = await startStack({ teardown, checkpoint: stop.checkpoint, concurrency: opts.concurrency });
+  const { client, orm } = stack;
+  log(`tracking ${opts.n} events with ${opts.concurrency} clients, no workflow listening`);
+
+  const tally = new RequestTally(opts.n);
+  let lastOk = 0;
+  const loadBefore = os.loadavg()[0]!;
+  const cpuBefore = cpuSnapshot(stack);
+  const start = performance.now();
+  await closedLoop(opts.n, opts.concurrency, async (i) => {
+    if (stop.interrupted) return;
+    const res = await tally.request(() =>
+      client.request('POST', '/v1/track', { email: `user${i}@bench.example.org`, event: EVENT, data: { plan: PLANS[i % PLANS.length] } }),
+    );
+    if (res) lastOk = performance.now();
+  });
+  const trackedS = (lastOk - start) / 1000;
+  const cpuAfter = cpuSnapshot(stack);
+  const loadAfter = os.loadavg()[0]!;
+
+  const count = async (sql: string) => Number((await orm.em.fork().getConnection().execute<{ n: string }[]>(sql))[0]!.n);
+  const events = await count(`select count(*) as n from events where name = '${EVENT}'`);
+  const contacts = await count('select count(*) as n from contacts');
+  const executions = await count('select count(*) as n from workflow_executions');
+  const errors = tally.done - tally.ok;
+  const checkOk = !stop.interrupted && errors === 0 && tally.ok === opts.n && events === opts.n && contacts === opts.n && executions === 0;
+
+  const sorted = Float64Array.from(tally.latencies.subarray(0, tally.done)).sort();
+  const ms = (v: number) => (Number.isFinite(v) ? `${v.toFixed(1)} ms` : 'n/a');
+  const rate = tally.ok / trackedS;
+  const p99 = percentile(sorted, 99);
+  const cpu = (k: keyof typeof cpuBefore) => cpuAfter[k] - cpuBefore[k];
+  const perTrack = (k: keyof typeof cpuBefore) => ms((1000 * cpu(k)) / Math.max(1, tally.ok));
+  const lines = [
+    '',
+    `Tidings track bench: POST /v1/track "${EVENT}" for N=${opts.n} new contacts, no workflow listening, concurrency ${opts.concurrency} keep-alive clients${stop.interrupted ? ` (interrupted after ${tally.done} requests)` : ''}`,
+    `  environment   ${environmentLine(stack.db.serverVersion)}`,
+    `  load average  ${loadBefore.toFixed(1)} before, ${loadAfter.toFixed(1)} after (1-minute; other work on the machine skews the figures)`,
+    `  setup         one Node process runs the load generator, the API (createApp, LOG_LEVEL=${stack.logLevel}) and the Temporal worker;`,
+    `                PostgreSQL and the Temporal dev server (in-memory, headless) are separate processes on the same machine`,
+    `  rate limit    RATE_LIMIT_PER_MINUTE raised to ${BENCH_RATE_LIMIT} (default 1000): the limiter still counts every request but never throttles`,
+    `  tracked       ${tally.ok} events in ${trackedS.toFixed(2)} s: ${rate.toFixed(0)} tracks/s at the API (first request to last 200)`,
+    `  latency       p50 ${ms(percentile(sorted, 50))}   p95 ${ms(percentile(sorted, 95))}   p99 ${ms(p99)}   max ${ms(sorted[sorted.length - 1] ?? NaN)}`,
+    `  cpu per track this process ${perTrack('node')}, Temporal server ${perTrack('temporal')}, PostgreSQL backends of ${stack.db.name} ${perTrack('postgres')}`,
+    `  errors        ${errors}${tally.errorDetail()}`,
+    `  check         ${checkOk ? 'OK' : 'FAILED'}: ${tally.ok}/${opts.n} answered 200, ${events}/${opts.n} "${EVENT}" events and ${contacts}/${opts.n} contacts stored, ${executions} workflow executions`,
+    `  goals         (issue 12, no workflow listening, 16 clients, 2 cores)`,
+    ...goalLines([
+      { goal: '≥ 1,500 tracks/s', met: rate >= 1500, measured: `${rate.toFixed(0)}/s (${(rate / 1500).toFixed(2)} of it)` },
+      { goal: 'p99 < 50 ms', met: p99 < 50, measured: ms(p99) },
+    ]),
+    '',
+  ];
+  process.stdout.write(lines.join('\n'));
+  if (!checkOk) process.exitCode = 1;
+}
+
+runBench(main);
