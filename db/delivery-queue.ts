@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { AttachmentFile, StoredEmail } from '../mail/compose';
+import { DELIVERY_COLUMNS, type DeliveryRow, type EmailForDelivery, toDeliverable } from './emails';
 import { newId } from './ids';
 import { query, queryOne } from './sql';
 
@@ -22,85 +22,44 @@ export async function adoptUnassignedEmails(em: EntityManager, queue: string): P
   return rows.length;
 }
 
-export interface ClaimedEmail {
-  email: StoredEmail;
-  projectId: string;
-  /** The recipient is on the project's suppression list (db/suppressions.ts): never hand it to the relay. */
-  suppressed: boolean;
-  /** The project is disabled (db/project-security.ts): it sends nothing. */
-  projectDisabled: boolean;
-  dkim: { domain: string; selector: string; privateKeyPem: string } | undefined;
-}
-
-interface ClaimedRow {
-  id: string;
-  project_id: string;
-  to_email: string;
-  to_name: string | null;
-  from_email: string;
-  from_name: string | null;
-  reply_to: string | null;
-  subject: string;
-  body: string;
-  headers: Record<string, string>;
-  files: AttachmentFile[] | null;
-  suppressed: boolean;
-  project_disabled: boolean;
-  dkim_domain: string | null;
-  dkim_selector: string | null;
-  dkim_private_key: string | null;
-}
-
 /**
- * Claims up to `limit` due emails of the queue, oldest first, in one statement: each becomes
- * SENDING with its attempt counted and is leased to the engine for `leaseSeconds`. SKIP LOCKED
- * lets any number of engines (and worker processes) claim side by side without waiting on each
- * other; the lease keeps a claimed row from being claimed again until it is settled or expires.
+ * Claims up to `limit` due emails of the queue in one statement: each becomes SENDING with its
+ * attempt counted and is leased to the engine for `leaseSeconds`. `expired` picks the other kind
+ * of due email: SENDING ones whose lease ran out (a dead worker's, a retry workflow that never
+ * started); the engine looks for those now and then, not on every claim. SKIP LOCKED lets any
+ * number of engines (and worker processes) claim side by side without waiting on each other; the
+ * lease keeps a claimed row from being claimed again until it is settled or expires.
  */
-export async function claimDueEmails(em: EntityManager, queue: string, limit: number, leaseSeconds: number): Promise<ClaimedEmail[]> {
-  const rows = await query<ClaimedRow>(
+export async function claimDueEmails(
+  em: EntityManager,
+  queue: string,
+  limit: number,
+  leaseSeconds: number,
+  which: 'queued' | 'expired' = 'queued',
+): Promise<EmailForDelivery[]> {
+  const due =
+    which === 'queued'
+      ? `select id from emails where queue = ? and status = 'QUEUED' and (lease_until is null or lease_until < now())
+         order by created_at limit ? for update skip locked`
+      : `select id from emails where queue = ? and status = 'SENDING' and lease_until < now()
+         order by lease_until limit ? for update skip locked`;
+  const rows = await query<DeliveryRow>(
     em,
-    `with due as (
-       select id from emails
-       where queue = ? and status in ('QUEUED','SENDING') and (lease_until is null or lease_until < now())
-       order by created_at limit ? for update skip locked
-     ), claimed as (
+    `with due as (${due}), claimed as (
        update emails e set status = 'SENDING', attempts = e.attempts + 1, last_attempt_at = now(), updated_at = now(),
          lease_until = now() + make_interval(secs => ?), lease_owner = 'engine'
        from due where e.id = due.id
        returning e.*
      )
-     select c.id, c.project_id, c.to_email, c.to_name, c.from_email, c.from_name, c.reply_to, c.subject, c.body, c.headers, a.files,
-            exists (select 1 from suppressions s where s.project_id = c.project_id and s.email = lower(c.to_email)) as suppressed,
-            p.disabled as project_disabled, d.domain as dkim_domain, d.dkim_selector, d.dkim_private_key
-     from claimed c
-     join projects p on p.id = c.project_id
-     left join attachment_sets a on a.id = c.attachment_set_id
-     left join domains d on d.id = c.domain_id
-     order by c.created_at`,
+     select ${DELIVERY_COLUMNS}
+     from claimed e
+     join projects p on p.id = e.project_id
+     left join attachment_sets a on a.id = e.attachment_set_id
+     left join domains d on d.id = e.domain_id
+     order by e.created_at`,
     [queue, limit, leaseSeconds],
   );
-  return rows.map((row) => ({
-    projectId: row.project_id,
-    suppressed: row.suppressed,
-    projectDisabled: row.project_disabled,
-    dkim:
-      row.dkim_domain && row.dkim_selector && row.dkim_private_key
-        ? { domain: row.dkim_domain, selector: row.dkim_selector, privateKeyPem: row.dkim_private_key }
-        : undefined,
-    email: {
-      id: row.id,
-      toEmail: row.to_email,
-      toName: row.to_name,
-      fromEmail: row.from_email,
-      fromName: row.from_name,
-      replyTo: row.reply_to,
-      subject: row.subject,
-      body: row.body,
-      headers: row.headers,
-      attachments: row.files ?? [],
-    },
-  }));
+  return rows.map(toDeliverable);
 }
 
 /** Keeps the engine's claim on emails still in flight (a slow relay must not let another engine send them too). */

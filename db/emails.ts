@@ -110,6 +110,7 @@ export async function insertEmailOnce(em: EntityManager, email: NewEmail, source
 
 export interface EmailForDelivery {
   email: StoredEmail;
+  projectId: string;
   status: EmailStatus;
   /** The recipient is on the project's suppression list (db/suppressions.ts): never hand it to the relay. */
   suppressed: boolean;
@@ -119,43 +120,36 @@ export interface EmailForDelivery {
   dkim: { domain: string; selector: string; privateKeyPem: string } | undefined;
 }
 
-/**
- * Everything a delivery attempt needs, in one round trip: delivery runs once per email, and each
- * separate lookup was a query of its own.
- */
-export async function loadEmailForDelivery(em: EntityManager, id: string): Promise<EmailForDelivery | undefined> {
-  const row = await queryOne<{
-    id: string;
-    status: EmailStatus;
-    to_email: string;
-    to_name: string | null;
-    from_email: string;
-    from_name: string | null;
-    reply_to: string | null;
-    subject: string;
-    body: string;
-    headers: Record<string, string>;
-    files: AttachmentFile[] | null;
-    suppressed: boolean;
-    project_disabled: boolean;
-    dkim_domain: string | null;
-    dkim_selector: string | null;
-    dkim_private_key: string | null;
-  }>(
-    em,
-    `select e.id, e.status, e.to_email, e.to_name, e.from_email, e.from_name, e.reply_to, e.subject, e.body, e.headers, a.files,
-            exists (select 1 from suppressions s where s.project_id = e.project_id and s.email = lower(e.to_email)) as suppressed,
-            p.disabled as project_disabled,
-            d.domain as dkim_domain, d.dkim_selector, d.dkim_private_key
-     from emails e
-     join projects p on p.id = e.project_id
-     left join attachment_sets a on a.id = e.attachment_set_id
-     left join domains d on d.id = e.domain_id
-     where e.id = ?`,
-    [id],
-  );
-  if (!row) return undefined;
+/** The columns a delivery attempt selects (DELIVERY_COLUMNS over `e`, `p`, `a`, `d`), as toDeliverable reads them. */
+export interface DeliveryRow {
+  id: string;
+  project_id: string;
+  status: EmailStatus;
+  to_email: string;
+  to_name: string | null;
+  from_email: string;
+  from_name: string | null;
+  reply_to: string | null;
+  subject: string;
+  body: string;
+  headers: Record<string, string>;
+  files: AttachmentFile[] | null;
+  suppressed: boolean;
+  project_disabled: boolean;
+  dkim_domain: string | null;
+  dkim_selector: string | null;
+  dkim_private_key: string | null;
+}
+
+/** Over an email `e` joined with its project `p`, attachment set `a` and domain `d`. */
+export const DELIVERY_COLUMNS = `e.id, e.project_id, e.status, e.to_email, e.to_name, e.from_email, e.from_name, e.reply_to, e.subject,
+  e.body, e.headers, a.files,
+  exists (select 1 from suppressions s where s.project_id = e.project_id and s.email = lower(e.to_email)) as suppressed,
+  p.disabled as project_disabled, d.domain as dkim_domain, d.dkim_selector, d.dkim_private_key`;
+
+export function toDeliverable(row: DeliveryRow): EmailForDelivery {
   return {
+    projectId: row.project_id,
     status: row.status,
     suppressed: row.suppressed,
     projectDisabled: row.project_disabled,
@@ -176,6 +170,24 @@ export async function loadEmailForDelivery(em: EntityManager, id: string): Promi
       attachments: row.files ?? [],
     },
   };
+}
+
+/**
+ * Everything a delivery attempt needs, in one round trip: delivery runs once per email, and each
+ * separate lookup was a query of its own.
+ */
+export async function loadEmailForDelivery(em: EntityManager, id: string): Promise<EmailForDelivery | undefined> {
+  const row = await queryOne<DeliveryRow>(
+    em,
+    `select ${DELIVERY_COLUMNS}
+     from emails e
+     join projects p on p.id = e.project_id
+     left join attachment_sets a on a.id = e.attachment_set_id
+     left join domains d on d.id = e.domain_id
+     where e.id = ?`,
+    [id],
+  );
+  return row && toDeliverable(row);
 }
 
 /**

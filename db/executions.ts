@@ -77,17 +77,17 @@ const toDto = (r: ExecutionRow): ExecutionDto => ({
  * already exists under that id is returned as it is: the caller is repeating a start that a crash
  * cut off between this claim and the workflow's start, and must start that same execution.
  */
-export async function claimExecution(
-  em: EntityManager,
-  input: {
-    projectId: string;
-    workflowId: string;
-    contactId: string;
-    allowReentry: boolean;
-    context: Record<string, JsonValue>;
-    executionId?: string;
-  },
-): Promise<string | null> {
+export interface ExecutionClaim {
+  projectId: string;
+  workflowId: string;
+  contactId: string;
+  allowReentry: boolean;
+  context: Record<string, JsonValue>;
+  /** Derived from the event that starts it (executionIdFor); generated when absent. */
+  executionId?: string;
+}
+
+export async function claimExecution(em: EntityManager, input: ExecutionClaim): Promise<string | null> {
   return em.transactional(async (tx) => {
     if (input.executionId) {
       const mine = await queryOne(tx, 'select 1 from workflow_executions where id = ?', [input.executionId]);

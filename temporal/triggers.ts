@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../config';
 import type { JsonValue } from '../db/entities/contact';
-import { activeExecutionIdsOfContact, claimExecution, releaseExecution, workflowsTriggeredBy } from '../db/executions';
+import { activeExecutionIdsOfContact, claimExecution, type ExecutionClaim, releaseExecution, workflowsTriggeredBy } from '../db/executions';
 import { queryOne } from '../db/sql';
 import { executionIdFor } from '../db/trigger-outbox';
 import { loadGraph } from '../db/workflows';
@@ -12,6 +12,35 @@ export interface TriggerDeps {
   em: EntityManager;
   temporal: TemporalGateway;
   config: Pick<Config, 'journeyTimeScale' | 'sendRetryMaxIntervalSeconds'>;
+  /**
+   * Definition lookups (which workflows an event triggers, a workflow's graph); a caller that
+   * delivers a batch of events passes memoised ones (journeyLookups), so a batch reads each once.
+   */
+  lookups?: JourneyLookups;
+}
+
+export interface JourneyLookups {
+  triggeredBy(projectId: string, eventName: string): Promise<{ id: string; allowReentry: boolean }[]>;
+  graph(workflowId: string): ReturnType<typeof loadGraph>;
+}
+
+/** Lookups that read each answer once for as long as they are kept (one dispatcher batch). */
+export function journeyLookups(em: EntityManager): JourneyLookups {
+  const triggered = new Map<string, ReturnType<JourneyLookups['triggeredBy']>>();
+  const graphs = new Map<string, ReturnType<typeof loadGraph>>();
+  const once = <T>(map: Map<string, Promise<T>>, key: string, load: () => Promise<T>) => {
+    let found = map.get(key);
+    if (!found) {
+      found = load();
+      map.set(key, found);
+      found.catch(() => map.delete(key));
+    }
+    return found;
+  };
+  return {
+    triggeredBy: (projectId, eventName) => once(triggered, `${projectId}\n${eventName}`, () => workflowsTriggeredBy(em, projectId, eventName)),
+    graph: (workflowId) => once(graphs, workflowId, () => loadGraph(em, workflowId)),
+  };
 }
 
 /**
@@ -21,22 +50,12 @@ export interface TriggerDeps {
  * retry, which finds it and starts that execution; without one (a start from the dashboard) the
  * claim is undone and the error goes back to the user.
  */
-export async function startExecution(
-  deps: TriggerDeps,
-  input: {
-    projectId: string;
-    workflowId: string;
-    contactId: string;
-    allowReentry: boolean;
-    context: Record<string, JsonValue>;
-    executionId?: string;
-  },
-): Promise<string | null> {
+export async function startExecution(deps: TriggerDeps, input: ExecutionClaim): Promise<string | null> {
   const executionId = await claimExecution(deps.em, input);
   if (!executionId) return null;
   try {
     const [graph, names] = await Promise.all([
-      loadGraph(deps.em, input.workflowId),
+      deps.lookups ? deps.lookups.graph(input.workflowId) : loadGraph(deps.em, input.workflowId),
       journeyNames(deps.em, input.workflowId, input.contactId),
     ]);
     await deps.temporal.startJourney(
@@ -88,7 +107,10 @@ export async function deliverTrackedEvent(
     ),
   );
   const started: string[] = [];
-  for (const workflow of await workflowsTriggeredBy(deps.em, event.projectId, event.name)) {
+  const triggered = deps.lookups
+    ? await deps.lookups.triggeredBy(event.projectId, event.name)
+    : await workflowsTriggeredBy(deps.em, event.projectId, event.name);
+  for (const workflow of triggered) {
     const id = await startExecution(deps, {
       projectId: event.projectId,
       workflowId: workflow.id,

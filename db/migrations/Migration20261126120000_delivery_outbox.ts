@@ -23,7 +23,10 @@ export class Migration20261126120000_delivery_outbox extends Migration {
         add column lease_until timestamptz,
         add column lease_owner text;`);
     this.addSql(`update emails set queue = '*' where status in ('QUEUED','SENDING') and campaign_id is null;`);
-    this.addSql(`create index emails_due on emails (queue, created_at) where status in ('QUEUED','SENDING') and queue is not null;`);
+    // Two narrow indexes rather than one over both statuses: a claimed or sent row leaves the
+    // QUEUED one at once, so a claim never walks past the rows it or another engine took.
+    this.addSql(`create index emails_queued on emails (queue, created_at) where status = 'QUEUED' and queue is not null;`);
+    this.addSql(`create index emails_leased on emails (queue, lease_until) where status = 'SENDING' and queue is not null;`);
     this.addSql(`
       create table trigger_outbox (
         id bigserial primary key,
@@ -43,7 +46,7 @@ export class Migration20261126120000_delivery_outbox extends Migration {
 
   override async down(): Promise<void> {
     this.addSql('drop table if exists trigger_outbox;');
-    this.addSql('drop index if exists emails_due;');
+    this.addSql('drop index if exists emails_queued; drop index if exists emails_leased;');
     this.addSql('alter table emails drop column if exists queue, drop column if exists lease_until, drop column if exists lease_owner;');
   }
 }

@@ -1,8 +1,8 @@
 import { setMaxListeners } from 'node:events';
 import { Context } from '@temporalio/activity';
 import type { Config } from '../../config';
-import { adoptUnassignedEmails, claimDueEmails, type ClaimedEmail, handOffForRetry, markEmailsSent, releaseClaims, renewLeases } from '../../db/delivery-queue';
-import { markEmailFailed } from '../../db/emails';
+import { adoptUnassignedEmails, claimDueEmails, handOffForRetry, markEmailsSent, releaseClaims, renewLeases } from '../../db/delivery-queue';
+import { type EmailForDelivery, markEmailFailed } from '../../db/emails';
 import type { Orm } from '../../db/orm';
 import type { OutboxListener } from '../../db/outbox-listener';
 import { PROJECT_DISABLED_ERROR } from '../../db/project-security';
@@ -34,6 +34,7 @@ export interface DeliveryRoundResult {
 const IDLE_WAIT_MS = 1000;
 /** A handed-off email is passed to the workflow within about this long, even while a backlog drains. */
 const HANDOFF_AFTER_MS = 500;
+const EXPIRED_CHECK_MS = 1000;
 
 type Marks = { emailId: string; smtpResponse: string };
 
@@ -64,21 +65,26 @@ export function createDeliveryEngineActivities({ orm, mailer, config, listener }
       const key = `emails:${input.queue}`;
       const deadline = Date.now() + input.maxSeconds * 1000;
       const batchSize = concurrency * 4;
-      const queued: ClaimedEmail[] = [];
+      const queued: EmailForDelivery[] = [];
       const inFlight = new Set<string>();
       const retries: (RetryHandoff & { at: number })[] = [];
       const marks = new SentMarks<Marks>((m) => markEmailsSent(em, m));
       let failed = 0;
       let claiming: Promise<number> | undefined;
+      let expiredCheckedAt = 0;
       const claim = () =>
-        (claiming ??= claimDueEmails(em, input.queue, batchSize, leaseSeconds)
-          .then((claimed) => {
-            queued.push(...claimed);
-            return claimed.length;
-          })
-          .finally(() => (claiming = undefined)));
+        (claiming ??= (async () => {
+          const claimed = await claimDueEmails(em, input.queue, batchSize, leaseSeconds);
+          // Expired leases (a dead worker's emails) are rare: looked for when the queue runs short, at most once a second.
+          if (claimed.length < batchSize && Date.now() - expiredCheckedAt > EXPIRED_CHECK_MS) {
+            expiredCheckedAt = Date.now();
+            claimed.push(...(await claimDueEmails(em, input.queue, batchSize - claimed.length, leaseSeconds, 'expired')));
+          }
+          queued.push(...claimed);
+          return claimed.length;
+        })().finally(() => (claiming = undefined)));
 
-      const sendOne = async (c: ClaimedEmail) => {
+      const sendOne = async (c: EmailForDelivery) => {
         const id = c.email.id;
         // A suppressed address (db/suppressions.ts) or a disabled project (db/project-security.ts) fails, it is not held.
         if (c.suppressed || c.projectDisabled) {

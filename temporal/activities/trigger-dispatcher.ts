@@ -4,7 +4,7 @@ import type { Orm } from '../../db/orm';
 import type { OutboxListener } from '../../db/outbox-listener';
 import { claimTriggers, deleteTriggers, type TriggerRow } from '../../db/trigger-outbox';
 import { TemporalGateway } from '../client';
-import { deliverTrackedEvent } from '../triggers';
+import { deliverTrackedEvent, journeyLookups } from '../triggers';
 
 export interface DispatchRoundInput {
   queue: string;
@@ -13,8 +13,11 @@ export interface DispatchRoundInput {
 }
 
 const BATCH = 200;
-/** Contacts whose events are delivered at once; one contact's events go in order. */
-const PARALLEL_CONTACTS = 32;
+/**
+ * Contacts whose events are delivered at once; one contact's events go in order. Each holds a
+ * pooled connection while it claims an entry, and the API shares that pool in a one-process service.
+ */
+const PARALLEL_CONTACTS = 8;
 const IDLE_WAIT_MS = 1000;
 /** A dispatcher that dies holds its rows this long; then they are claimed again. */
 const LEASE_SECONDS = 30;
@@ -32,7 +35,7 @@ export function createTriggerDispatcherActivities({ orm, config, listener }: { o
     async dispatchTriggers(input: DispatchRoundInput): Promise<{ dispatched: number; failed: number }> {
       const ctx = Context.current();
       const em = orm.em.fork();
-      const deps = { em, temporal: new TemporalGateway(ctx.client, ctx.info.taskQueue, config), config };
+      const temporal = new TemporalGateway(ctx.client, ctx.info.taskQueue, config);
       const key = `triggers:${input.queue}`;
       const deadline = Date.now() + input.maxSeconds * 1000;
       let dispatched = 0;
@@ -47,6 +50,7 @@ export function createTriggerDispatcherActivities({ orm, config, listener }: { o
             continue;
           }
           const done: string[] = [];
+          const deps = { em, temporal, config, lookups: journeyLookups(em) };
           const byContact = new Map<string, TriggerRow[]>();
           for (const row of rows) byContact.set(row.contactId, [...(byContact.get(row.contactId) ?? []), row]);
           const contacts = [...byContact.values()];
