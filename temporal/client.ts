@@ -6,7 +6,7 @@ import { workflowIds } from './ids';
 import { checkDomainNowUpdate, trackedEventSignal, type TrackedEventMessage } from './messages';
 import { CampaignIdKey, ContactIdKey, ProjectIdKey, TidingsWorkflowIdKey } from './search-attributes';
 import { campaignScheduleSignal, type CampaignTuning, DEFAULT_CAMPAIGN_TUNING } from './workflows/campaign';
-import type { bulkContacts, campaign, deleteContactField, domainVerification, journey, JourneyInput, sendEmails, sendSystemEmail } from './workflows';
+import type { bulkContacts, campaign, deleteContactField, domainVerification, journey, JourneyInput, sendSystemEmail } from './workflows';
 
 export interface TemporalSettings {
   address: string;
@@ -132,18 +132,6 @@ export class TemporalGateway {
       // Already finished: nothing to stop.
       if ((err as Error).name !== 'WorkflowNotFoundError') throw err;
     }
-  }
-
-  /** One workflow per /v1/send request; its id comes from the first email, so a retry cannot start a second. */
-  async sendEmails(projectId: string, emailIds: string[]): Promise<void> {
-    await this.client.workflow.start<typeof sendEmails>('sendEmails', {
-      taskQueue: this.taskQueue,
-      workflowId: workflowIds.sendEmails(emailIds[0]!),
-      workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
-      args: [{ emailIds, maxRetryIntervalSeconds: this.config.sendRetryMaxIntervalSeconds }],
-      typedSearchAttributes: [{ key: ProjectIdKey, value: projectId }],
-      staticSummary: emailIds.length === 1 ? `send email ${emailIds[0]}` : `send ${emailIds.length} emails, first ${emailIds[0]}`,
-    });
   }
 
   /**

@@ -33,7 +33,8 @@ const POLL_CONFIRM_TIMEOUT_MS = 30_000;
 /**
  * Starts a worker on the task queue and resolves once the server has seen it poll (see
  * untilPolling): from then on a workflow or activity task reaches it, so whatever starts next (the
- * API, a test) can count on a worker. Tests pass a pre-built `workflowBundle` (bundled once per
+ * API, a test) can count on a worker. Then it makes sure the queue's delivery engines and trigger
+ * dispatcher run (temporal/engines.ts). Tests pass a pre-built `workflowBundle` (bundled once per
  * run); the service bundles from source at start.
  */
 export async function startWorker(

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { newId } from '../db/ids';
 import { disableProject } from '../db/project-security';
 import type { ProjectWithKeys } from '../db/projects';
+import { notifyQueued } from '../db/delivery-queue';
 import { query, queryOne } from '../db/sql';
 import { addTestMember, asMember, createTestUser } from './helpers/accounts';
 import { bearer, type TestEnv } from './helpers/env';
@@ -82,7 +83,9 @@ test("a disabled project's queued email is not handed to the relay: it ends FAIL
     [emailId, project.id, `me@${domain}`],
   );
   await disableProject(em(), project.id, 'testing');
-  await env.temporal.sendEmails(project.id, [emailId]);
+  // Only now handed to the delivery engine.
+  await query(em(), 'update emails set queue = ? where id = ?', [env.taskQueue, emailId]);
+  await notifyQueued(em(), env.taskQueue);
   const failed = await waitUntil(async () => {
     const row = await queryOne<{ status: string; error: string }>(em(), 'select status, error from emails where id = ?', [emailId]);
     return row?.status === 'FAILED' ? row : undefined;

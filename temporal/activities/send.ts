@@ -20,10 +20,10 @@ export function createSendActivities({ orm, mailer, config }: { orm: Orm; mailer
   return {
     /**
      * The per-email retry workflow's attempt (workflowIds.sendEmails; also what executions from
-     * before the delivery engine run). Hands one email to the relay, then marks it SENT at once: an attempt retried after this
-     * worker dies finds it SENT and does not send it again, so the duplicate window is the moment
-     * between the relay's acceptance and that commit. A failure to record is not a failure to
-     * send: the workflow then records it with recordEmailSent, retried on its own.
+     * before the delivery engine run). Hands one email to the relay, then marks it SENT at once:
+     * an attempt retried after this worker dies finds it SENT and does not send it again, so the
+     * duplicate window is the moment between the relay's acceptance and that commit. A failure to
+     * record is not a failure to send: the workflow then records it with recordEmailSent.
      */
     async deliverEmail(emailId: string): Promise<DeliveryOutcome> {
       const em = orm.em.fork();
