@@ -195,11 +195,15 @@ describe('SEND_EMAIL', () => {
     expect(mail.subject).toBe('New pro signup: buyer@example.org');
     expect(mail.html).toContain('buyer@example.org from Acme chose pro');
     expect(messagesTo('buyer@example.org')).toHaveLength(0);
-    const row = await queryOne<{ to_email: string; status: string; source: string; contact_id: string }>(
-      env.orm.em.fork(),
-      'select to_email, status, source, contact_id from emails where id = ?',
-      [emailId],
-    );
+    // SENT is written right after the relay's 250, a moment after the sink has the message.
+    const row = await waitUntil(async () => {
+      const found = await queryOne<{ to_email: string; status: string; source: string; contact_id: string }>(
+        env.orm.em.fork(),
+        'select to_email, status, source, contact_id from emails where id = ?',
+        [emailId],
+      );
+      return found?.status === 'SENT' ? found : undefined;
+    });
     expect(row).toEqual({ to_email: 'sales@example.net', status: 'SENT', source: 'workflow', contact_id: t.contact });
   });
 

@@ -69,6 +69,8 @@ test('signup → wait for activated (timeout) → condition → email: the nudge
     ['SEND_EMAIL', null],
   ]);
   expect(lazyRun.context).toEqual({ plan: 'pro' });
+  // The journey does not wait for delivery: the second mail may still be on its way.
+  await waitUntil(async () => messagesTo('lazy@example.org').length >= 2);
   const lazyMail = await Promise.all(messagesTo('lazy@example.org').map((m) => simpleParser(m.raw)));
   expect(lazyMail.map((m) => m.subject).sort()).toEqual(['Still there?', 'Welcome pro']);
 
@@ -85,6 +87,7 @@ test('signup → wait for activated (timeout) → condition → email: the nudge
     ['WAIT_FOR_EVENT', 'event'],
     ['EXIT', null],
   ]);
+  await waitUntil(async () => messagesTo('eager@example.org').length >= 1);
   await new Promise((r) => setTimeout(r, 300));
   expect(messagesTo('eager@example.org')).toHaveLength(1);
 });
