@@ -99,14 +99,16 @@ const CONNECTION_MESSAGES = new Set([
  * DriverException copies the driver error's code, syscall and message).
  */
 function isDatabaseUnreachable(err: unknown): boolean {
-  if (!(err instanceof Error)) return false;
-  const { code, syscall } = err as { code?: unknown; syscall?: unknown };
+  // Not `instanceof Error`: a socket error comes from Node's own realm, which need not be ours (a VM
+  // context, jest's sandbox), and it reaches here unwrapped when the first query is raw SQL.
+  if (typeof err !== 'object' || err === null) return false;
+  const { code, syscall, message } = err as { code?: unknown; syscall?: unknown; message?: unknown };
   // Only system errors (with `syscall`): a DNS lookup error reuses ECONNREFUSED for its DNS server.
   if (typeof code === 'string' && typeof syscall === 'string') return SOCKET_CODES.has(code);
   // An error from the server: its SQLSTATE alone decides, as its message and detail may quote user data.
   if (typeof code === 'string' && SQLSTATE.test(code)) return CONNECTION_SQLSTATE.test(code);
   // knex puts the statement, with its values, in front of a query's error: "<sql> - <message>".
-  return CONNECTION_MESSAGES.has(err.message.split(' - ').pop()!);
+  return typeof message === 'string' && CONNECTION_MESSAGES.has(message.split(' - ').pop()!);
 }
 
 const databaseUnavailable = () =>
