@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from 'pino';
 import type { PaymentProvider } from '../billing/provider';
 import type { Config } from '../config';
+import type { EngineWakeups } from '../db/engine-wakeups';
 import type { Orm } from '../db/orm';
 import type { Project } from '../db/entities/project';
 import type { Role } from '../db/members';
@@ -30,6 +31,8 @@ export interface AppDeps {
   storage: ImageStorage;
   /** Sign-in providers that are configured (none by default). */
   oauth: Partial<Record<OAuthProviderId, OAuthProvider>>;
+  /** Wakes the delivery engine and the trigger dispatcher once a request's outbox rows are committed. */
+  wakeups: EngineWakeups;
 }
 
 export interface AuthContext {

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { createStripeProvider } from '../billing/stripe';
 import type { Config } from '../config';
+import { EngineWakeups } from '../db/engine-wakeups';
 import type { Orm } from '../db/orm';
 import { linkSigningSecret, sessionSigningSecret } from '../db/secrets';
 import type { DnsLookup } from '../mail/dns';
@@ -25,5 +26,6 @@ export async function buildAppDeps(parts: {
     payments: parts.config.stripe ? createStripeProvider(parts.config.stripe) : undefined,
     storage: imageStorageFromConfig(parts.config),
     oauth: oauthProvidersFromConfig(parts.config),
+    wakeups: new EngineWakeups(parts.orm, (err) => parts.logger.warn({ err }, 'could not wake the outbox engines (they look within a second anyway)')),
   };
 }

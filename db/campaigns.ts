@@ -1,14 +1,12 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError, notFound, validationError } from '../errors';
-import { allowance, limitExceeded, requireAllowance } from './billing';
+import { allowance, limitExceeded } from './billing';
 import { type ContactDto, getContact, normalizeEmail } from './contacts';
-import { requireVerifiedSender, type SenderPolicy } from './domains';
-import { compileContent, marketingContext, renderForContact } from './email-content';
-import { notifyQueued } from './delivery-queue';
-import { insertEmails } from './emails';
+import type { SenderPolicy } from './domains';
 import { newId } from './ids';
 import { MESSAGE_FIELD_COLUMNS, messageFields } from './message-fields';
 import { type CursorPage, projectRowsPage } from './paging';
+import { planEmails, prepareEmail, writeEmails } from './prepare-email';
 import { segmentContactsSql } from './segment-sql';
 import { query, queryOne } from './sql';
 
@@ -434,42 +432,31 @@ export async function queueTestEmail(
   ctx: { publicUrl: string; linkSecret: string; senders: SenderPolicy; queue: string },
 ): Promise<string> {
   const c = await loadRow(em, projectId, id);
-  const domainId = await requireVerifiedSender(em, projectId, c.from_email, ctx.senders);
+  const plan = await planEmails(
+    em,
+    {
+      projectId,
+      source: 'campaign',
+      from: { email: c.from_email, name: c.from_name },
+      replyTo: c.reply_to,
+      subject: c.subject,
+      body: c.body,
+      marketing: c.type === 'MARKETING',
+      // A test copy shows what recipients get, but its opens and clicks would count in the campaign's stats.
+      tracking: false,
+      queue: ctx.queue,
+    },
+    { senders: ctx.senders, links: { publicUrl: ctx.publicUrl, linkSecret: ctx.linkSecret } },
+  );
   const address = normalizeEmail(email);
   const found = await queryOne<{ id: string }>(em, 'select id from contacts where project_id = ? and email = ?', [projectId, address]);
   const now = new Date().toISOString();
   const contact: ContactDto = found
     ? await getContact(em, projectId, found.id)
     : { id: 'test', email: address, subscribed: true, data: {}, createdAt: now, updatedAt: now };
-  const marketing = c.type === 'MARKETING';
-  const rendered = renderForContact(compileContent(c.subject, c.body), contact, {
-    extra: {},
-    publicUrl: ctx.publicUrl,
-    linkSecret: ctx.linkSecret,
-    marketing: marketing && (await marketingContext(em, projectId)),
-  });
   // A test copy is a campaign email like the others: it counts, and the cap applies to it.
-  await requireAllowance(em, projectId, 'campaign', 1);
-  const [emailId] = await insertEmails(em, [
-    {
-      projectId,
-      contactId: found?.id ?? null,
-      domainId,
-      templateId: null,
-      source: 'campaign',
-      marketing,
-      toEmail: address,
-      toName: null,
-      fromEmail: c.from_email,
-      fromName: c.from_name,
-      replyTo: c.reply_to,
-      ...rendered,
-      attachmentSetId: null,
-      queue: ctx.queue,
-    },
-  ]);
-  await notifyQueued(em, ctx.queue);
-  return emailId!;
+  const [written] = await writeEmails(em, [prepareEmail(plan, contact, { toEmail: address, contactId: found?.id ?? null })], 'refuse');
+  return written!.id;
 }
 
 /** Campaigns that address one of these segments (the way a campaign depends on a field or an event). */

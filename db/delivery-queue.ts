@@ -147,13 +147,19 @@ export async function claimForWorkflow(em: EntityManager, emailId: string, lease
   return !!row;
 }
 
-/** Claims given back unsent (a round that ended with emails still waiting): due again at once. */
-export async function releaseClaims(em: EntityManager, ids: string[]): Promise<void> {
+/**
+ * Claims given back unsent: QUEUED again, due at once, and the attempt the claim counted is taken
+ * back. Used for what a round claimed but did not start, and (with `error`, the reason) for what it
+ * held when the relay could not be reached at all: an outage of the relay is nobody's own failure,
+ * so those emails wait as QUEUED, saying why, until the engine's probe finds the relay back.
+ */
+export async function releaseClaims(em: EntityManager, ids: string[], error?: string): Promise<void> {
   if (ids.length === 0) return;
   await query(
     em,
-    `update emails set lease_until = null, lease_owner = null, attempts = greatest(attempts - 1, 0)
+    `update emails set status = 'QUEUED', lease_until = null, lease_owner = null, attempts = greatest(attempts - 1, 0),
+       error = coalesce(?, error), smtp_response = coalesce(?, smtp_response), updated_at = now()
      where id = any(?::uuid[]) and lease_owner = 'engine' and status = 'SENDING'`,
-    [ids],
+    [error ?? null, error ?? null, ids],
   );
 }

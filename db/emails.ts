@@ -10,29 +10,6 @@ export type EmailStatus = (typeof EMAIL_STATUSES)[number];
 export const EMAIL_SOURCES = ['transactional', 'campaign', 'workflow'] as const;
 export type EmailSource = (typeof EMAIL_SOURCES)[number];
 
-export interface NewEmail {
-  /** Chosen by the caller when the body must know it (tracking links); generated otherwise. */
-  id?: string;
-  projectId: string;
-  /** Null for a campaign's test copy to an address that is no contact. */
-  contactId: string | null;
-  domainId: string;
-  templateId: string | null;
-  source: EmailSource;
-  marketing: boolean;
-  toEmail: string;
-  toName: string | null;
-  fromEmail: string;
-  fromName: string | null;
-  replyTo: string | null;
-  subject: string;
-  body: string;
-  headers: Record<string, string>;
-  attachmentSetId: string | null;
-  /** The task queue whose delivery engine sends it (db/delivery-queue.ts); null: its campaign sends it. */
-  queue: string | null;
-}
-
 /** Attachments are stored once per request; every recipient's email points at the same set. */
 export async function createAttachmentSet(em: EntityManager, projectId: string, files: AttachmentFile[]): Promise<string> {
   const id = randomUUID();
@@ -42,70 +19,6 @@ export async function createAttachmentSet(em: EntityManager, projectId: string, 
     JSON.stringify(files),
   ]);
   return id;
-}
-
-/**
- * Writes QUEUED rows; their ids exist before any SMTP call, which is what makes retries safe. The
- * caller's transaction also calls notifyQueued (db/delivery-queue.ts) so an engine wakes at commit.
- */
-export async function insertEmails(em: EntityManager, emails: NewEmail[]): Promise<string[]> {
-  const ids = emails.map((e) => e.id ?? randomUUID());
-  const rows = emails.map((e, i) => ({
-    id: ids[i],
-    project_id: e.projectId,
-    contact_id: e.contactId,
-    domain_id: e.domainId,
-    template_id: e.templateId,
-    source: e.source,
-    marketing: e.marketing,
-    to_email: e.toEmail,
-    to_name: e.toName,
-    from_email: e.fromEmail,
-    from_name: e.fromName,
-    reply_to: e.replyTo,
-    subject: e.subject,
-    body: e.body,
-    headers: e.headers,
-    attachment_set_id: e.attachmentSetId,
-    queue: e.queue,
-  }));
-  await query(
-    em,
-    `insert into emails (id, project_id, contact_id, domain_id, template_id, source, marketing, to_email, to_name,
-       from_email, from_name, reply_to, subject, body, headers, attachment_set_id, queue)
-     select id, project_id, contact_id, domain_id, template_id, source, marketing, to_email, to_name,
-       from_email, from_name, reply_to, subject, body, headers, attachment_set_id, queue
-     from jsonb_to_recordset(?::jsonb) as r(id uuid, project_id text, contact_id text, domain_id text, template_id text,
-       source text, marketing boolean, to_email text, to_name text, from_email text, from_name text, reply_to text,
-       subject text, body text, headers jsonb, attachment_set_id uuid, queue text)`,
-    [JSON.stringify(rows)],
-  );
-  return ids;
-}
-
-/**
- * Writes one QUEUED email at most once per `sourceKey` (e.g. a workflow execution's step): a
- * retried activity gets the email it already wrote.
- */
-export async function insertEmailOnce(em: EntityManager, email: NewEmail, sourceKey: string): Promise<string> {
-  const created = await queryOne<{ id: string }>(
-    em,
-    `insert into emails (id, project_id, contact_id, domain_id, template_id, source, marketing, to_email, to_name,
-       from_email, from_name, reply_to, subject, body, headers, attachment_set_id, source_key, queue)
-     values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?)
-     on conflict (project_id, source_key) where source_key is not null do nothing returning id`,
-    [
-      email.id ?? randomUUID(), email.projectId, email.contactId, email.domainId, email.templateId, email.source, email.marketing,
-      email.toEmail, email.toName, email.fromEmail, email.fromName, email.replyTo, email.subject, email.body,
-      JSON.stringify(email.headers), email.attachmentSetId, sourceKey, email.queue,
-    ],
-  );
-  if (created) return created.id;
-  const existing = await queryOne<{ id: string }>(em, 'select id from emails where project_id = ? and source_key = ?', [
-    email.projectId,
-    sourceKey,
-  ]);
-  return existing!.id;
 }
 
 export interface EmailForDelivery {

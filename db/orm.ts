@@ -16,6 +16,7 @@ import { Migration20261126020000_billing_carryover } from './migrations/Migratio
 import { Migration20261126030000_revoked_sessions } from './migrations/Migration20261126030000_revoked_sessions';
 import { Migration20261126050000_email_attempts } from './migrations/Migration20261126050000_email_attempts';
 import { Migration20261126120000_delivery_outbox } from './migrations/Migration20261126120000_delivery_outbox';
+import { Migration20261126170000_rate_limit_unlogged } from './migrations/Migration20261126170000_rate_limit_unlogged';
 
 export type Orm = MikroORM;
 
@@ -36,6 +37,7 @@ const migrationsList = [
   { name: 'Migration20261126030000_revoked_sessions', class: Migration20261126030000_revoked_sessions },
   { name: 'Migration20261126050000_email_attempts', class: Migration20261126050000_email_attempts },
   { name: 'Migration20261126120000_delivery_outbox', class: Migration20261126120000_delivery_outbox },
+  { name: 'Migration20261126170000_rate_limit_unlogged', class: Migration20261126170000_rate_limit_unlogged },
 ];
 
 export function ormOptions(databaseUrl: string, overrides: Partial<Options> = {}): Options {

@@ -1,13 +1,11 @@
-import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError, validationError } from '../errors';
 import type { AttachmentFile } from '../mail/compose';
-import { requireAllowance } from './billing';
 import { upsertContact } from './contacts';
-import { type BodyFormat, compileContent, marketingContext, renderForContact } from './email-content';
-import { requireVerifiedSender, type SenderPolicy } from './domains';
-import { notifyQueued } from './delivery-queue';
-import { createAttachmentSet, insertEmails, type NewEmail } from './emails';
+import type { BodyFormat } from './email-content';
+import type { SenderPolicy } from './domains';
+import { createAttachmentSet } from './emails';
+import { planEmails, type PreparedEmail, prepareEmail, writeEmails } from './prepare-email';
 import { recordSubscriptionChange } from './events';
 import { getTemplate } from './templates';
 
@@ -52,73 +50,56 @@ const mailbox = (m: Mailbox) => (typeof m === 'string' ? { email: m, name: undef
 /**
  * Everything /v1/send writes, in the caller's transaction: each recipient upserted and rendered on
  * its own, one after another, and one QUEUED email row each. Delivery is the engine's job
- * (db/delivery-queue.ts): the committed rows are its work, so the 200 survives any crash. Over
+ * (db/delivery-queue.ts): the committed rows are its work, so the 200 survives any crash; the
+ * caller wakes it after the commit (deps.wakeups). Over
  * the project's monthly transactional cap the whole request is refused (402) and rolls back.
  */
 export async function queueSend(em: EntityManager, ctx: SendContext, req: SendRequest): Promise<QueuedEmail[]> {
   const template = req.template ? await getTemplate(em, ctx.projectId, req.template) : undefined;
-  const subject = req.subject ?? template?.subject;
   const body = req.body ?? template?.body;
   const from = req.from ? mailbox(req.from) : template?.from ? { email: template.from, name: template.fromName ?? undefined } : undefined;
   if (!from) {
     const message = template ? `The template ${template.id} has no sender; give \`from\`` : 'Required: give `from`, or a template that has a sender';
     throw validationError([{ field: 'from', message, code: 'invalid_type' }]);
   }
-  const fromName = from.name ?? req.name ?? null;
-  const domainId = await requireVerifiedSender(em, ctx.projectId, from.email, ctx.senders);
-  const content = compileContent(subject!, body!, req.type);
-  const marketing = template?.type === 'MARKETING' && (await marketingContext(em, ctx.projectId));
-  const tracked = req.tracking ?? !!marketing;
-
   const attachments = req.attachments ?? [];
+  const plan = await planEmails(
+    em,
+    {
+      projectId: ctx.projectId,
+      source: 'transactional',
+      templateId: template?.id ?? null,
+      from: { email: from.email, name: from.name ?? req.name ?? null },
+      replyTo: req.reply ?? template?.replyTo ?? null,
+      subject: (req.subject ?? template?.subject)!,
+      body: body!,
+      format: req.type,
+      marketing: template?.type === 'MARKETING',
+      tracking: req.tracking,
+      headers: req.headers,
+      queue: ctx.queue,
+    },
+    { senders: ctx.senders, links: { publicUrl: ctx.publicUrl, linkSecret: ctx.linkSecret } },
+  );
   const size = Buffer.byteLength(body!) + attachments.reduce((n, a) => n + a.content.length, 0);
   if (size > ctx.maxMessageBytes) {
     throw new AppError(413, 'PAYLOAD_TOO_LARGE', 'The message would exceed 40 MB', {
       suggestion: 'Send smaller attachments or a shorter body.',
     });
   }
-  const attachmentSetId = attachments.length ? await createAttachmentSet(em, ctx.projectId, attachments) : null;
+  if (attachments.length) plan.attachmentSetId = await createAttachmentSet(em, ctx.projectId, attachments);
 
-  const emails: NewEmail[] = [];
-  const queued: Omit<QueuedEmail, 'email'>[] = [];
+  const prepared: PreparedEmail[] = [];
   for (const recipient of (Array.isArray(req.to) ? req.to : [req.to]).map(mailbox)) {
     const data = recipient.name ? { ...req.data, name: recipient.name } : req.data;
     const up = await upsertContact(em, ctx.projectId, { email: recipient.email, subscribed: req.subscribed, data }, {
       subscribedWhenNew: false,
     });
     await recordSubscriptionChange(em, ctx.projectId, up.contact.id, up.previousSubscribed, up.contact.subscribed);
-    // Chosen before rendering: tracked links and the open pixel carry it.
-    const id = randomUUID();
-    const rendered = renderForContact(content, up.contact, {
-      extra: up.transient,
-      publicUrl: ctx.publicUrl,
-      linkSecret: ctx.linkSecret,
-      marketing,
-      headers: req.headers,
-      tracking: tracked ? { emailId: id } : undefined,
-    });
-    emails.push({
-      id,
-      projectId: ctx.projectId,
-      contactId: up.contact.id,
-      domainId,
-      templateId: template?.id ?? null,
-      source: 'transactional',
-      marketing: !!marketing,
-      toEmail: up.contact.email,
-      toName: recipient.name ?? null,
-      fromEmail: from.email,
-      fromName,
-      replyTo: req.reply ?? template?.replyTo ?? null,
-      ...rendered,
-      attachmentSetId,
-      queue: ctx.queue,
-    });
-    queued.push({ contact: { id: up.contact.id, email: up.contact.email } });
+    prepared.push(prepareEmail(plan, up.contact, { extra: up.transient, toName: recipient.name ?? null }));
   }
-  // Last, so the monthly cap's lock is held only for the insert and the caller's commit.
-  await requireAllowance(em, ctx.projectId, 'transactional', emails.length);
-  const ids = await insertEmails(em, emails);
-  await notifyQueued(em, ctx.queue);
-  return queued.map((q, i) => ({ ...q, email: ids[i]! }));
+  // Last, so the monthly cap's lock is held only for the insert and the caller's commit. The
+  // caller wakes the delivery engine once it has committed.
+  const written = await writeEmails(em, prepared, 'refuse', 'caller');
+  return prepared.map((p, i) => ({ contact: { id: p.contactId!, email: p.toEmail }, email: written[i]!.id }));
 }

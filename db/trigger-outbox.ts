@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { JsonValue } from './entities/contact';
-import { OUTBOX_CHANNEL } from './delivery-queue';
 import { query } from './sql';
 
 /** A tracked event with journeys to start or executions to signal (trigger_outbox). */
@@ -22,7 +21,7 @@ export interface TriggerRow {
  * transactional outbox): a row only when some enabled workflow is triggered by the name or the
  * contact has an active execution, so an event nothing listens to costs this one statement. The
  * executions to signal are the ones active now; the ones the event starts never get their own
- * trigger. The trigger dispatcher is woken at commit.
+ * trigger. The caller wakes the trigger dispatcher after its commit (db/engine-wakeups.ts).
  */
 export async function queueTriggers(
   em: EntityManager,
@@ -41,12 +40,11 @@ export async function queueTriggers(
           or exists (select 1 from workflows w where w.project_id = ? and w.enabled and w.trigger_config->>'eventName' = ?)
        returning 1
      )
-     select pg_notify(?, ?) from ins`,
+     select 1 from ins`,
     [
       event.contactId, event.projectId,
       queue, event.projectId, event.contactId, event.eventId, event.name, event.trackedAt, JSON.stringify(event.context),
       event.projectId, event.name,
-      OUTBOX_CHANNEL, `triggers:${queue}`,
     ],
   );
   return rows.length > 0;

@@ -190,15 +190,15 @@ afterAll(async () => {
  *   delay: SEND_EMAIL → DELAY → SEND_EMAIL → WAIT_FOR_EVENT (timeout) → EXIT, five executions
  *          waiting in the DELAY's timer;
  *   send:  SEND_EMAIL → EXIT, five executions that queued their email and ended; the relay
- *          refuses connections, so the delivery engine handed each email to its retry workflow,
- *          and every one waits for its next attempt.
+ *          refuses their recipients for now (451), so the delivery engine handed each email to
+ *          its retry workflow, and every one waits for its next attempt.
  */
 test('SIGKILL while executions wait in a DELAY and while SEND_EMAILs are in flight: all finish, no step or email twice', async () => {
   const delayWf = await buildWorkflow(env, project, {
     eventName: 'restart-delay',
     steps: [
       { key: 'first', type: 'SEND_EMAIL', config: { templateId: firstTpl } },
-      { key: 'delay', type: 'DELAY', config: { amount: 200, unit: 'minutes' } }, // 12 s here
+      { key: 'delay', type: 'DELAY', config: { amount: 300, unit: 'minutes' } }, // 18 s here
       { key: 'second', type: 'SEND_EMAIL', config: { templateId: secondTpl } },
       { key: 'wait', type: 'WAIT_FOR_EVENT', config: { eventName: 'restart-never', timeout: 1000 } }, // 1 s
       { key: 'exit', type: 'EXIT', config: { reason: 'done' } },
@@ -238,8 +238,10 @@ test('SIGKILL while executions wait in a DELAY and while SEND_EMAILs are in flig
   await waitUntil(async () => firstMails().length >= CONTACTS, 10_000);
   expect(firstMails()).toHaveLength(CONTACTS);
 
-  // The relay now refuses connections: every delivery attempt fails at once and waits for a retry.
-  await smtp.stop();
+  // The relay now refuses these recipients for now (451): every delivery attempt fails at once and
+  // waits for a retry in the email's own workflow. (A relay that refuses connections would not do:
+  // the delivery engine then keeps the emails QUEUED and starts no retry workflow.)
+  smtp.failRecipient(/^send-\d+@example\.org$/, 451);
   const sendContacts = await trackAll('restart-send', 'send');
 
   // The journeys do not wait for delivery: they end once their email is queued.
@@ -277,7 +279,7 @@ test('SIGKILL while executions wait in a DELAY and while SEND_EMAILs are in flig
     await query(env.orm.em.fork(), `select 1 from emails where project_id = ? and to_email like 'send-%' and status = 'SENT'`, [project.id]),
   ).toEqual([]);
 
-  await smtp.restart();
+  smtp.clearFailures();
   await new Promise((r) => setTimeout(r, 500));
   // Nothing moved without a worker.
   expect(await listExecutions(env, project, delayWf.id, 'WAITING')).toHaveLength(CONTACTS);

@@ -12,7 +12,9 @@ import { Worker } from '@temporalio/worker';
  * Each fixture is the history of one run: one per workflow type; a journey through every step type
  * from before the delivery engine (it delivered its emails itself), and `journey-engine-send` from
  * after; `send-emails-remote-record` from before SENT was recorded by a local activity; the
- * delivery engine with a retry workflow started, and the trigger dispatcher, a few rounds each.
+ * delivery engine with a retry workflow started, the delivery engine's breaker (a relay that could
+ * not be reached: a trip, failed probes, a successful probe, full rounds again), and the trigger
+ * dispatcher, a few rounds each.
  */
 
 const dir = path.join(__dirname, 'fixtures');

@@ -2,7 +2,7 @@ import { Resolver } from 'node:dns/promises';
 import { simpleParser } from 'mailparser';
 import { dkimVerify } from 'mailauth/lib/dkim/verify';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { insertEmailOnce } from '../db/emails';
+import { planEmails, prepareEmail, writeEmails } from '../db/prepare-email';
 import type { ProjectWithKeys } from '../db/projects';
 import { queryOne } from '../db/sql';
 import { createSmtpMailer } from '../mail/transport';
@@ -214,7 +214,10 @@ test('a permanent 5xx marks the email FAILED without retrying; a 4xx is retried'
   const described = await retry.describe();
   expect(described.typedSearchAttributes.get(ProjectIdKey)).toBe(project.id);
   // Its backoff ceiling is SEND_RETRY_MAX_INTERVAL_SECONDS.
-  const scheduled = (await retry.fetchHistory()).events!.flatMap((e) => e.activityTaskScheduledEventAttributes ?? []);
+  const scheduled = await waitUntil(async () => {
+    const events = (await retry.fetchHistory()).events!.flatMap((e) => e.activityTaskScheduledEventAttributes ?? []);
+    return events.length ? events : undefined;
+  });
   expect(Number(scheduled[0]!.retryPolicy!.maximumInterval!.seconds)).toBe(env.deps.config.sendRetryMaxIntervalSeconds);
   // Nobody else's mail waits for it.
   const other = await send('not-held-back@example.org');
@@ -264,17 +267,17 @@ test('a failed status update after the relay accepted does not send the message 
 test('delivery marks the email SENT itself: an attempt retried after the worker died does not send again', async () => {
   const em = env.orm.em.fork();
   const contact = await env.http().post('/contacts').set(bearer(project.secretKey)).send({ email: 'retried@example.org' });
-  const domain = await queryOne<{ id: string }>(em, 'select id from domains where project_id = ? and domain = ?', [project.id, DOMAIN]);
-  // A queued email with no workflow: the activity is run here, the way Temporal runs its attempts.
-  const emailId = await insertEmailOnce(
+  // A queued email no engine claims (queue null): the activity is run here, the way Temporal runs its attempts.
+  const plan = await planEmails(
     em,
     {
-      projectId: project.id, contactId: contact.body.id, domainId: domain!.id, templateId: null, source: 'transactional',
-      marketing: false, toEmail: 'retried@example.org', toName: null, fromEmail: `hello@${DOMAIN}`, fromName: null,
-      replyTo: null, subject: 'Retried', body: 'Once', headers: {}, attachmentSetId: null, queue: null,
+      projectId: project.id, source: 'transactional', from: { email: `hello@${DOMAIN}`, name: null }, replyTo: null,
+      subject: 'Retried', body: 'Once', marketing: false, queue: null,
     },
-    `test:retried:${Date.now()}`,
+    { senders: env.deps.config, links: { publicUrl: env.deps.config.publicUrl, linkSecret: 'test' } },
   );
+  const [written] = await em.transactional((tx) => writeEmails(tx, [prepareEmail(plan, contact.body)], 'refuse'));
+  const emailId = written!.id;
   const mailer = createSmtpMailer(smtp.url);
   try {
     const { deliverEmail } = createSendActivities({ orm: env.orm, mailer, config: env.deps.config });

@@ -29,9 +29,10 @@ the next page; it is \`null\` on the last one. \`total\` counts the matching ema
     description: `The id is the one \`POST /v1/send\` returned (or an \`emailId\` in an \`email.*\` event). The status
 moves QUEUED → SENDING → SENT → DELIVERED → OPENED → CLICKED as far as it is known; BOUNCED and COMPLAINED come from
 the mail infrastructure's notifications, FAILED means it never went (refused by the relay, a suppressed address, a
-monthly cap, a disabled project). While the relay defers an email (a 4xx reply, or it cannot be reached) the email stays QUEUED or SENDING and is
-retried with backoff: \`attempts\` grows and \`relayResponse\` and \`error\` say why. A 5xx reply makes it FAILED
-with that reply. The body is not returned.`,
+monthly cap, a disabled project). While the relay defers an email (a 4xx reply) it stays SENDING and is retried
+with backoff: \`attempts\` grows and \`relayResponse\` and \`error\` say why. While the relay cannot be reached at
+all, mail waits QUEUED (no attempt counted) with \`error\` saying so, until the relay answers again. A 5xx reply
+makes it FAILED with that reply. The body is not returned.`,
     auth: 'secret',
     params: emailIdParams,
     response: emailDetailSchema,

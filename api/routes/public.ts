@@ -66,6 +66,7 @@ for as long as it takes, by its own workflow.
         const outbox = deps.config.outbox ? { outbox: outboxNotice(deps.config.publicUrl) } : {};
         return { status: 200, body: { success: true, data: { emails, timestamp: new Date().toISOString(), ...outbox } } };
       });
+      if (!result.replayed) deps.wakeups.emails(deps.config.temporal.taskQueue);
       return replay(res, result);
     },
   });
@@ -77,10 +78,11 @@ for as long as it takes, by its own workflow.
     req,
     res,
   }: Pick<RouteContext<'secret', z.output<typeof trackBody>, undefined, undefined>, 'scope' | 'project' | 'body' | 'req' | 'res'>) => {
+    let queued = false;
     const result = await idempotent(scope.em, project.id, 'track', idempotencyKey(req), body, async (tx) => {
       const tracked = await trackEvent(tx, project.id, body);
       // In the same transaction: the journeys it starts and the executions it signals are a promise kept after any crash.
-      await queueTriggers(tx, deps.config.temporal.taskQueue, {
+      queued = await queueTriggers(tx, deps.config.temporal.taskQueue, {
         projectId: project.id,
         contactId: tracked.contact,
         eventId: tracked.event,
@@ -90,6 +92,7 @@ for as long as it takes, by its own workflow.
       });
       return { status: 200, body: { success: true, data: { contact: tracked.contact, event: tracked.event, timestamp: tracked.timestamp } } };
     });
+    if (queued) deps.wakeups.triggers(deps.config.temporal.taskQueue);
     return replay(res, result);
   };
 

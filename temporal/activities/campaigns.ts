@@ -1,11 +1,9 @@
-import { randomUUID } from 'node:crypto';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Config } from '../../config';
 import {
   type BeginOutcome,
   beginCampaignSend,
-  type CampaignEmail,
-  type CampaignEmailDraft,
+  campaignSourceKey,
   type Recipient,
   finishCampaign,
   loadRecipientBatch,
@@ -15,19 +13,18 @@ import {
   markCampaignEmailsSent,
   type SentMark,
   settleRecipients,
-  writeCampaignEmails,
 } from '../../db/campaign-send';
 import type { CampaignStatus } from '../../db/campaigns';
-import { loadDomainKeys, requireVerifiedSender } from '../../db/domains';
-import { compileContent, renderForContact } from '../../db/email-content';
+import { loadDomainKeys } from '../../db/domains';
 import type { Orm } from '../../db/orm';
+import { type EmailPlan, planEmails, type PreparedEmail, prepareEmail, type WrittenEmail, writeEmails } from '../../db/prepare-email';
 import { campaignSendStatusSql, cancelCampaignIfProjectDisabled } from '../../db/project-security';
 import { linkSigningSecret } from '../../db/secrets';
 import { releaseSendSlots, reserveSendSlots, throttleRate } from '../../db/send-throttle';
 import { queryOne } from '../../db/sql';
 import { suppressedAmong } from '../../db/suppressions';
 import { AppError } from '../../errors';
-import { composeMessage } from '../../mail/compose';
+import { composeMessage, type StoredEmail } from '../../mail/compose';
 import { dkimKeyObject } from '../../mail/dkim';
 import { type Mailer, SmtpError } from '../../mail/transport';
 import { SentMarks } from './sent-marks';
@@ -135,7 +132,23 @@ class Pacer {
 /** One recipient of a batch, in cursor order: an email to send, or nothing left to do. */
 interface Item {
   contactId: string;
-  email: CampaignEmail | undefined;
+  email: StoredEmail | undefined;
+}
+
+/** What a batch sends: the row as written (an earlier attempt's content, if it wrote it). */
+function storedEmail(plan: EmailPlan, w: WrittenEmail): StoredEmail {
+  return {
+    id: w.id,
+    toEmail: w.toEmail,
+    toName: null,
+    fromEmail: plan.from.email,
+    fromName: plan.from.name,
+    replyTo: plan.replyTo,
+    subject: w.subject,
+    body: w.body,
+    headers: w.headers,
+    attachments: [],
+  };
 }
 
 export function createCampaignActivities({ orm, mailer, config }: { orm: Orm; mailer: Mailer; config: Config }) {
@@ -174,14 +187,31 @@ export function createCampaignActivities({ orm, mailer, config }: { orm: Orm; ma
       if (await cancelCampaignIfProjectDisabled(em, input.campaignId)) return stoppedAt(input.after);
 
       return withSendLock(orm, input.campaignId, async () => {
-        // A domain that lost its verification pauses the send (retried with backoff) until it is back.
-        const domainId = await requireVerifiedSender(em, campaign.projectId, campaign.fromEmail, config).catch((err: unknown) => {
-          throw err instanceof AppError ? ApplicationFailure.retryable(err.message, err.code) : err;
+        const plan = await planEmails(
+          em,
+          {
+            projectId: campaign.projectId,
+            source: 'campaign',
+            campaignId: input.campaignId,
+            from: { email: campaign.fromEmail, name: campaign.fromName },
+            replyTo: campaign.replyTo,
+            subject: campaign.subject,
+            body: campaign.body,
+            // Opens and clicks feed the campaign's stats: tracked as /v1/send does, for marketing mail.
+            marketing: campaign.marketing,
+            // Its batches send the rows, not a delivery engine.
+            queue: null,
+          },
+          { senders: config, links: { publicUrl: config.publicUrl, linkSecret: await secret() } },
+        ).catch((err: unknown) => {
+          // A domain that lost its verification pauses the send (retried with backoff) until it is
+          // back; a body that does not compile will not pass on retry.
+          if (err instanceof AppError && err.code === 'DOMAIN_NOT_VERIFIED') throw ApplicationFailure.retryable(err.message, err.code);
+          if (err instanceof AppError && err.status < 500) throw ApplicationFailure.nonRetryable(err.message, err.code);
+          throw err;
         });
-        const keys = await loadDomainKeys(em, domainId);
+        const keys = await loadDomainKeys(em, plan.domainId);
         const dkim = keys && { domainName: keys.domain, keySelector: keys.selector, privateKey: dkimKeyObject(keys.privateKeyPem) };
-        const content = await permanent(Promise.resolve().then(() => compileContent(campaign.subject, campaign.body)));
-        const linkSecretValue = await secret();
         let skipped = 0;
 
         /** Renders a page's recipients still to send, writes their rows, settles the ones not to send to. */
@@ -191,7 +221,7 @@ export function createCampaignActivities({ orm, mailer, config }: { orm: Orm; ma
           const pending = recipients.filter((r) => r.status === 'PENDING');
           const suppressed = await suppressedAmong(em, campaign.projectId, pending.map((r) => r.contact.email));
           const settled: Parameters<typeof settleRecipients>[3] = [];
-          const drafts: CampaignEmailDraft[] = [];
+          const prepared: PreparedEmail[] = [];
           for (const r of pending) {
             if ((campaign.marketing && !r.contact.subscribed) || suppressed.has(r.contact.email.toLowerCase())) {
               settled.push({ contactId: r.contact.id, status: 'SKIPPED', emailId: null });
@@ -199,42 +229,18 @@ export function createCampaignActivities({ orm, mailer, config }: { orm: Orm; ma
               continue;
             }
             // A retry renders with a new id but sends the row (and body) the first attempt wrote.
-            const id = randomUUID();
-            const rendered = renderForContact(content, r.contact, {
-              extra: {},
-              publicUrl: config.publicUrl,
-              linkSecret: linkSecretValue,
-              marketing: campaign.marketing,
-              // Opens and clicks feed the campaign's stats; tracked as /v1/send does, for marketing mail.
-              tracking: campaign.marketing ? { emailId: id } : undefined,
-            });
-            drafts.push({ id, contactId: r.contact.id, toEmail: r.contact.email, ...rendered });
+            prepared.push(prepareEmail(plan, r.contact, { sourceKey: campaignSourceKey(input.campaignId, r.contact.id) }));
           }
-          const emails = await writeCampaignEmails(
-            em,
-            {
-              projectId: campaign.projectId,
-              campaignId: input.campaignId,
-              domainId,
-              marketing: !!campaign.marketing,
-              fromEmail: campaign.fromEmail,
-              fromName: campaign.fromName,
-              replyTo: campaign.replyTo,
-            },
-            drafts,
-          );
-          if (emails.size !== drafts.length) throw ApplicationFailure.retryable('Email rows of this batch are being written elsewhere');
-          // Rows an earlier attempt settled already (their recipient was marked with them).
-          for (const e of emails.values()) {
-            if (e.status !== 'QUEUED' && e.status !== 'SENDING') {
-              settled.push({ contactId: e.contactId, status: e.status === 'FAILED' ? 'FAILED' : 'SENT', emailId: e.email.id });
-            }
-          }
-          await settleRecipients(em, campaign.projectId, input.campaignId, settled);
-          return recipients.map((r) => {
-            const e = emails.get(r.contact.id);
-            return { contactId: r.contact.id, email: e && (e.status === 'QUEUED' || e.status === 'SENDING') ? e : undefined };
+          const written = prepared.length ? await em.transactional((tx) => writeEmails(tx, prepared, 'fail')) : [];
+          const toSend = new Map<string, StoredEmail>();
+          written.forEach((w, n) => {
+            const contactId = prepared[n]!.contactId!;
+            if (w.status === 'QUEUED' || w.status === 'SENDING') toSend.set(contactId, storedEmail(plan, w));
+            // A row an earlier attempt settled already (its recipient was marked with it), or one over the cap.
+            else settled.push({ contactId, status: w.status === 'FAILED' ? 'FAILED' : 'SENT', emailId: w.id });
           });
+          await settleRecipients(em, campaign.projectId, input.campaignId, settled);
+          return recipients.map((r) => ({ contactId: r.contact.id, email: toSend.get(r.contact.id) }));
         };
 
         // The work in cursor order, loaded a page ahead of the lanes.
@@ -308,17 +314,17 @@ export function createCampaignActivities({ orm, mailer, config }: { orm: Orm; ma
               // The remaining count sizes the reservation: a small batch does not reserve a whole chunk.
               if (!(await pacer.take(items.length - i + (noMorePages ? 0 : page)))) return void stop('stopped');
               if (halt) return;
-              const result = await mailer.send(composeMessage(item.email.email, dkim));
-              marks.add({ emailId: item.email.email.id, contactId: item.contactId, smtpResponse: result.response });
+              const result = await mailer.send(composeMessage(item.email, dkim));
+              marks.add({ emailId: item.email.id, contactId: item.contactId, smtpResponse: result.response });
               completed[i] = true;
             } catch (err) {
               if (err instanceof SmtpError && err.permanent) {
-                failures.push({ emailId: item.email.email.id, contactId: item.contactId, error: err.message });
+                failures.push({ emailId: item.email.id, contactId: item.contactId, error: err.message });
                 completed[i] = true;
               } else if (err instanceof SmtpError && err.responseCode !== undefined) {
                 // One recipient refused for now (a 4xx, e.g. greylisting): that email goes on through
                 // the delivery engine and its retry workflow; the rest of the campaign does not wait.
-                deferred.push({ emailId: item.email.email.id, error: err.message });
+                deferred.push({ emailId: item.email.id, error: err.message });
                 completed[i] = true;
               } else {
                 // The relay cannot be reached: nobody's mail can go, the batch is retried with backoff.

@@ -16,6 +16,11 @@ export interface DeliveryRoundInput {
   queue: string;
   /** The round takes no new email after this long; the workflow then starts the next round. */
   maxSeconds: number;
+  /**
+   * The engine's breaker is open (the relay was unreachable): claim at most this many emails,
+   * once, send them and report, instead of draining the queue (half-open).
+   */
+  probe?: number;
 }
 
 /** An email that left the fast path after a transient failure: the workflow starts its retry workflow. */
@@ -28,6 +33,21 @@ export interface DeliveryRoundResult {
   sent: number;
   failed: number;
   retries: RetryHandoff[];
+  /**
+   * The relay itself could not be reached, and it answered nothing meanwhile: the round stopped
+   * and gave every email it held back as QUEUED, none handed to a retry workflow. The engine
+   * opens its breaker (temporal/workflows/delivery-engine.ts).
+   */
+  relayUnreachable?: { since: string; error: string };
+}
+
+/**
+ * A failure of the relay rather than of the email: no SMTP reply at all (connection refused or
+ * reset, a timeout, no greeting, DNS, the pool closed), or 421, the relay closing the channel
+ * whatever the command. Replies about a message or a recipient carry their own code.
+ */
+function relayUnreachable(err: unknown): boolean {
+  return err instanceof SmtpError && !err.permanent && (err.responseCode === undefined || err.responseCode === 421);
 }
 
 /** How long an idle engine waits for a notification before it looks anyway (leases, handed-off emails). */
@@ -49,12 +69,19 @@ export function createDeliveryEngineActivities({ orm, mailer, config, listener }
      * batch while the current one sends), sends them over the worker's pooled mailer with
      * `DELIVERY_CONCURRENCY` in flight, and records each result as the relay answers — SENT right
      * after its 250 (batched with whatever else was accepted meanwhile), FAILED with a 5xx reply,
-     * handed to a retry workflow on a 4xx or a relay that cannot be reached. Idle, it sleeps until
-     * a writer's NOTIFY. Heartbeats throughout, so a dead worker's round is retried elsewhere
-     * within seconds; its claims run out after `DELIVERY_LEASE_SECONDS` and are claimed again.
+     * handed to a retry workflow on a 4xx. Idle, it sleeps until a writer's NOTIFY. Heartbeats
+     * throughout, so a dead worker's round is retried elsewhere within seconds; its claims run out
+     * after `DELIVERY_LEASE_SECONDS` and are claimed again.
+     *
+     * When the relay cannot be reached (relayUnreachable), nothing more is sent and the sends in
+     * flight are awaited: if the relay answered none of them, it is down, and every email the
+     * round holds goes back to QUEUED (no attempt counted, the error saying why) and the round
+     * reports it, so the workflow waits and probes instead of starting a retry workflow per email.
+     * If it answered some, those emails failed on their own, and they go to retry workflows.
      *
      * The duplicate window is SMTP's own: an email the relay accepted whose SENT was not yet
-     * written when the worker died is sent again by the engine that claims it next.
+     * written when the worker died (or could not be written before its lease ran out) is sent
+     * again by the engine that claims it next.
      */
     async deliverQueuedEmails(input: DeliveryRoundInput): Promise<DeliveryRoundResult> {
       const ctx = Context.current();
@@ -64,11 +91,16 @@ export function createDeliveryEngineActivities({ orm, mailer, config, listener }
       await adoptUnassignedEmails(em, input.queue);
       const key = `emails:${input.queue}`;
       const deadline = Date.now() + input.maxSeconds * 1000;
-      const batchSize = concurrency * 4;
+      const probing = input.probe !== undefined;
+      const batchSize = input.probe ?? concurrency * 4;
       const queued: EmailForDelivery[] = [];
       const inFlight = new Set<string>();
       const retries: (RetryHandoff & { at: number })[] = [];
-      const marks = new SentMarks<Marks>((m) => markEmailsSent(em, m));
+      // Emails the relay could not be reached for, held until the sends in flight tell whether the relay or the email is at fault.
+      const unreached: { emailId: string; projectId: string; error: string; at: Date }[] = [];
+      // A reply of the relay (any code) after such a failure: it is up, and those emails failed on their own.
+      let answeredSinceUnreached = false;
+      const marks = new SentMarks<Marks>((m) => markEmailsSent(em, m), (leaseSeconds * 1000) / 2);
       let failed = 0;
       let claiming: Promise<number> | undefined;
       let expiredCheckedAt = 0;
@@ -92,23 +124,33 @@ export function createDeliveryEngineActivities({ orm, mailer, config, listener }
           failed += 1;
           return;
         }
-        const dkim = c.dkim && { domainName: c.dkim.domain, keySelector: c.dkim.selector, privateKey: dkimKeyObject(c.dkim.privateKeyPem) };
         inFlight.add(id);
         try {
+          // Inside: a key that cannot be read is this email's failure, not the round's.
+          const dkim = c.dkim && { domainName: c.dkim.domain, keySelector: c.dkim.selector, privateKey: dkimKeyObject(c.dkim.privateKeyPem) };
           const result = await mailer.send(composeMessage(c.email, dkim));
           marks.add({ emailId: id, smtpResponse: result.response });
+          if (unreached.length > 0) answeredSinceUnreached = true;
         } catch (err) {
           const message = err instanceof Error ? err.message : String(err);
-          if (err instanceof SmtpError && err.permanent) {
-            await markEmailFailed(em, id, message, message);
-            failed += 1;
+          if (relayUnreachable(err)) {
+            unreached.push({ emailId: id, projectId: c.projectId, error: message, at: new Date() });
           } else {
-            await handOffForRetry(em, id, message, err instanceof SmtpError ? message : null, handoffLeaseSeconds);
-            retries.push({ emailId: id, projectId: c.projectId, at: Date.now() });
+            if (unreached.length > 0 && err instanceof SmtpError && err.responseCode !== undefined) answeredSinceUnreached = true;
+            if (err instanceof SmtpError && err.permanent) {
+              await markEmailFailed(em, id, message, message);
+              failed += 1;
+            } else {
+              await handOff(id, c.projectId, message, err instanceof SmtpError ? message : null);
+            }
           }
         } finally {
           inFlight.delete(id);
         }
+      };
+      const handOff = async (emailId: string, projectId: string, error: string, relayResponse: string | null) => {
+        await handOffForRetry(em, emailId, error, relayResponse, handoffLeaseSeconds);
+        retries.push({ emailId, projectId, at: Date.now() });
       };
 
       // The first error (PostgreSQL gone, say) ends the round for every lane; the activity then fails and is retried.
@@ -117,17 +159,20 @@ export function createDeliveryEngineActivities({ orm, mailer, config, listener }
         !!failure ||
         ctx.cancellationSignal.aborted ||
         !!marks.failure ||
+        // Nothing new goes to a relay that may be down; the lanes end as their sends settle.
+        unreached.length > 0 ||
         Date.now() > deadline ||
         (retries.length > 0 && Date.now() - retries[0]!.at > HANDOFF_AFTER_MS);
       const lane = async () => {
         while (!roundOver()) {
           const next = queued.shift();
           if (next) {
-            if (queued.length < batchSize / 2 && !claiming) void claim().catch(() => undefined);
+            if (!probing && queued.length < batchSize / 2 && !claiming) void claim().catch(() => undefined);
             await sendOne(next);
             continue;
           }
-          if (retries.length > 0) return;
+          // A probe sends what it claimed once, no more.
+          if (probing || retries.length > 0) return;
           const seen = listener.generation(key);
           if ((await claim()) > 0 || queued.length > 0) continue;
           await listener.wait(key, seen, Math.min(IDLE_WAIT_MS, Math.max(0, deadline - Date.now())), ctx.cancellationSignal);
@@ -135,19 +180,44 @@ export function createDeliveryEngineActivities({ orm, mailer, config, listener }
       };
 
       const beat = setInterval(() => ctx.heartbeat(), 1000);
-      const renew = setInterval(() => void renewLeases(em, [...inFlight], leaseSeconds).catch(() => undefined), (leaseSeconds * 1000) / 3);
+      // Everything the round holds keeps its lease: sending, waiting to be sent, held, or accepted and not yet marked.
+      const holding = () => [...inFlight, ...queued.map((c) => c.email.id), ...unreached.map((u) => u.emailId), ...marks.unwritten().map((m) => m.emailId)];
+      const renew = setInterval(() => void renewLeases(em, holding(), leaseSeconds).catch(() => undefined), (leaseSeconds * 1000) / 3);
       try {
-        await Promise.all(Array.from({ length: concurrency }, () => lane().catch((error: unknown) => void (failure ??= { error }))));
-      } finally {
-        clearInterval(beat);
-        clearInterval(renew);
+        if (probing) await claim();
+        const lanes = probing ? Math.min(concurrency, queued.length) : concurrency;
+        await Promise.all(Array.from({ length: lanes }, () => lane().catch((error: unknown) => void (failure ??= { error }))));
+      } catch (error) {
+        failure ??= { error };
+      }
+      let relayDown: DeliveryRoundResult['relayUnreachable'];
+      try {
         await claiming?.catch(() => undefined);
         // Claimed but not started (the round ended, or failed): free for the next claim at once.
-        await releaseClaims(em, queued.splice(0).map((c) => c.email.id)).catch(() => undefined);
+        const unsent = queued.splice(0).map((c) => c.email.id);
+        const held = unreached.splice(0);
+        if (held.length > 0 && !answeredSinceUnreached) {
+          relayDown = { since: held[0]!.at.toISOString(), error: held[held.length - 1]!.error };
+          await releaseClaims(em, [...held.map((u) => u.emailId), ...unsent], `Relay unreachable: ${relayDown.error}`).catch(() => undefined);
+        } else {
+          await releaseClaims(em, unsent).catch(() => undefined);
+          // The relay answered meanwhile: it is up, and these emails are retried one by one.
+          for (const u of held) await handOff(u.emailId, u.projectId, u.error, u.error);
+        }
         await marks.drain();
+      } catch (error) {
+        failure ??= { error };
+      } finally {
+        clearInterval(renew);
+        clearInterval(beat);
       }
       if (failure) throw failure.error;
-      return { sent: marks.written, failed, retries: retries.map(({ emailId, projectId }) => ({ emailId, projectId })) };
+      return {
+        sent: marks.written,
+        failed,
+        retries: retries.map(({ emailId, projectId }) => ({ emailId, projectId })),
+        ...(relayDown ? { relayUnreachable: relayDown } : {}),
+      };
     },
   };
 }

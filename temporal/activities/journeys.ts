@@ -1,16 +1,12 @@
-import { randomUUID } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Config } from '../../config';
-import { allowance, OVER_LIMIT_ERROR, refusedOverLimit, refuseOverLimit } from '../../db/billing';
+import { OVER_LIMIT_ERROR } from '../../db/billing';
 import { getContact, updateContact } from '../../db/contacts';
-import { requireVerifiedSender } from '../../db/domains';
-import { compileContent, marketingContext, renderForContact } from '../../db/email-content';
-import { notifyQueued } from '../../db/delivery-queue';
-import { insertEmailOnce, type NewEmail } from '../../db/emails';
 import type { JsonValue } from '../../db/entities/contact';
 import { recordSubscriptionChange } from '../../db/events';
 import { finishExecution, recordStepFinished, recordStepStarted } from '../../db/executions';
 import type { Orm } from '../../db/orm';
+import { planEmails, prepareEmail, writeEmails } from '../../db/prepare-email';
 import { linkSigningSecret } from '../../db/secrets';
 import { getTemplate } from '../../db/templates';
 import type { StepConfigs } from '../../db/workflow-steps';
@@ -55,42 +51,33 @@ export function createJourneyActivities({ orm, config }: { orm: Orm; config: Con
       const marketing = template.type === 'MARKETING';
       if (marketing && !contact.subscribed && input.recipient.type === 'CONTACT') return { skipped: 'unsubscribed' };
       if (!template.from) throw ApplicationFailure.nonRetryable(`Template ${template.id} has no sender`, 'TemplateHasNoSender');
-      const domainId = await permanent(requireVerifiedSender(em, input.projectId, template.from, config));
-      // Tracked links carry the id. A retry renders with a new one but gets the row (and the body
-      // rendered with its id) that the first attempt wrote.
-      const id = randomUUID();
-      const rendered = renderForContact(compileContent(template.subject, template.body), contact, {
+      const plan = await permanent(
+        planEmails(
+          em,
+          {
+            projectId: input.projectId,
+            source: 'workflow',
+            templateId: template.id,
+            from: { email: template.from, name: template.fromName },
+            replyTo: template.replyTo,
+            subject: template.subject,
+            body: template.body,
+            marketing,
+            queue: config.temporal.taskQueue,
+          },
+          { senders: config, links: { publicUrl: config.publicUrl, linkSecret: await secret() } },
+        ),
+      );
+      // A retry renders with a new id but gets the row (and the body rendered with its id) that
+      // the first attempt wrote.
+      const email = prepareEmail(plan, contact, {
         extra: input.context,
-        publicUrl: config.publicUrl,
-        linkSecret: await secret(),
-        marketing: marketing && (await marketingContext(em, input.projectId)),
-        tracking: marketing ? { emailId: id } : undefined,
-      });
-      const email: NewEmail = {
-        id,
-        projectId: input.projectId,
-        contactId: contact.id,
-        domainId,
-        templateId: template.id,
-        source: 'workflow',
-        marketing,
         toEmail: input.recipient.type === 'CUSTOM' ? input.recipient.customEmail : contact.email,
-        toName: null,
-        fromEmail: template.from,
-        fromName: template.fromName,
-        replyTo: template.replyTo,
-        ...rendered,
-        attachmentSetId: null,
-        queue: config.temporal.taskQueue,
-      };
-      return em.transactional(async (tx) => {
-        const allowed = await allowance(tx, input.projectId, 'workflow', { lock: true });
-        const emailId = await insertEmailOnce(tx, email, `journey:${input.executionId}:${input.seq}`);
-        // A row an earlier attempt wrote was counted then; only a new one needs room under the cap.
-        if (emailId === id && allowed.remaining < 1) await refuseOverLimit(tx, [id]);
-        await notifyQueued(tx, email.queue!);
-        return (await refusedOverLimit(tx, emailId)) ? { skipped: OVER_LIMIT_ERROR } : { emailId };
+        sourceKey: `journey:${input.executionId}:${input.seq}`,
       });
+      // Over the cap the row is written FAILED; an earlier attempt's row keeps its answer.
+      const [written] = await em.transactional((tx) => writeEmails(tx, [email], 'fail'));
+      return written!.overLimit ? { skipped: OVER_LIMIT_ERROR } : { emailId: written!.id };
     },
 
     async updateJourneyContact(input: {

@@ -1,19 +1,30 @@
 /**
  * Writes SENT marks as soon as the relay accepts: one statement for whatever accumulated while the
  * previous write ran, so under load the marks batch themselves and when idle each goes at once.
- * The marks not yet written when a worker dies are SMTP's at-least-once gap: those emails go again.
+ * A write that fails (a connection cut under it) is tried again for up to `giveUpAfterMs`, while
+ * the emails' leases still keep every other engine off them; only marks that could not be written
+ * within that time are SMTP's at-least-once gap, like those of a worker that dies: those emails go again.
  */
 export class SentMarks<M> {
   private pending: M[] = [];
+  private writing: M[] = [];
   private running: Promise<void> | undefined;
   failure: unknown;
   written = 0;
 
-  constructor(private readonly write: (marks: M[]) => Promise<void>) {}
+  constructor(
+    private readonly write: (marks: M[]) => Promise<void>,
+    private readonly giveUpAfterMs = 2000,
+  ) {}
 
   add(mark: M): void {
     this.pending.push(mark);
     this.kick();
+  }
+
+  /** Marks accepted by the relay and not yet written: their emails' leases must be kept. */
+  unwritten(): M[] {
+    return [...this.writing, ...this.pending];
   }
 
   private kick(): void {
@@ -26,18 +37,21 @@ export class SentMarks<M> {
 
   private async loop(): Promise<void> {
     while (this.pending.length && !this.failure) {
-      const marks = this.pending.splice(0);
+      this.writing = this.pending.splice(0);
+      let failingSince: number | undefined;
       for (let attempt = 1; ; attempt++) {
         try {
-          await this.write(marks);
-          this.written += marks.length;
+          await this.write(this.writing);
+          this.written += this.writing.length;
+          this.writing = [];
           break;
         } catch (err) {
-          if (attempt >= 5) {
+          failingSince ??= Date.now();
+          if (Date.now() - failingSince >= this.giveUpAfterMs) {
             this.failure = err;
             return;
           }
-          await new Promise((r) => setTimeout(r, 200 * attempt));
+          await new Promise((r) => setTimeout(r, Math.min(100 * attempt, 1000)));
         }
       }
     }
@@ -53,4 +67,3 @@ export class SentMarks<M> {
     if (this.failure) throw this.failure;
   }
 }
-

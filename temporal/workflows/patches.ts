@@ -8,4 +8,6 @@ export const PATCHES = {
   recordSentLocally: 'send-emails-record-sent-locally',
   /** A journey's SEND_EMAIL queues the email for the delivery engine and does not deliver it itself (2026-11-26). */
   journeySendViaEngine: 'journey-send-via-engine',
+  /** The delivery engine opens a breaker (a timer, then probes) when the relay is unreachable, instead of full rounds (2026-11-26). */
+  relayBreaker: 'delivery-engine-relay-breaker',
 } as const;
