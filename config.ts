@@ -41,6 +41,7 @@ const envSchema = z.object({
   JOURNEY_TIME_SCALE: z.coerce.number().positive().max(1).default(1),
   WEBHOOK_ALLOW_PRIVATE_TARGETS: boolFlag,
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(1000),
+  DATABASE_POOL_MAX: z.coerce.number().int().min(2).max(500).default(20),
   SEND_THROTTLE_PER_SECOND: z.coerce.number().positive().default(100),
   DELIVERY_ENGINES: z.coerce.number().int().min(1).max(64).default(2),
   DELIVERY_CONCURRENCY: z.coerce.number().int().min(1).max(500).default(16),
@@ -116,6 +117,8 @@ export type Config = {
   /** WEBHOOK steps may call private, loopback and link-local addresses (tests only). */
   webhookAllowPrivateTargets: boolean;
   rateLimitPerMinute: number;
+  /** Connections each process may hold to the database: API and worker replicas times this must fit PostgreSQL's max_connections. */
+  databasePoolMax: number;
   /**
    * Campaign emails per second per project (db/send-throttle.ts): a reservation clock in Postgres
    * shared by every worker; a project's own `send_throttles.rate_per_second` overrides it.
@@ -211,6 +214,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     journeyTimeScale: e.JOURNEY_TIME_SCALE,
     webhookAllowPrivateTargets: e.WEBHOOK_ALLOW_PRIVATE_TARGETS,
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
+    databasePoolMax: e.DATABASE_POOL_MAX,
     sendThrottlePerSecond: e.SEND_THROTTLE_PER_SECOND,
     delivery: { engines: e.DELIVERY_ENGINES, concurrency: e.DELIVERY_CONCURRENCY, leaseSeconds: e.DELIVERY_LEASE_SECONDS },
     logLevel: e.LOG_LEVEL,

@@ -279,6 +279,13 @@ function statOf(pid: number | string): string[] | undefined {
   }
 }
 
+/** CPU seconds (user + system) a live process has used so far, with its waited-for children; undefined once it is gone (or not on Linux). */
+export function cpuSecondsOf(pid: number): number | undefined {
+  const f = statOf(pid);
+  if (!f) return undefined;
+  return (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / ticksPerSecond();
+}
+
 function parentOf(pid: number): number | undefined {
   const ppid = Number(statOf(pid)?.[1]);
   return Number.isInteger(ppid) && ppid > 1 ? ppid : undefined;

@@ -55,7 +55,7 @@ export async function startService(config: Config, opts: StartOptions, log: Log)
     const db = await resolveDatabase(config, log);
     stops.push(db.stop);
     checkpoint();
-    const orm = await createOrm(db.url);
+    const orm = await createOrm(db.url, { pool: { max: config.databasePoolMax } });
     stops.push(() => orm.close());
     if (opts.api) {
       const applied = await migrate(orm);

@@ -50,10 +50,10 @@ export function ormOptions(databaseUrl: string, overrides: Partial<Options> = {}
     // Bounded waits: with the database unreachable a query fails within 5 s (the API answers 503
     // DATABASE_UNAVAILABLE) instead of knex's default 60 s, and a connect attempt that hangs (a
     // dropped SYN) gives its pool slot back after 5 s instead of tarn's 30 s.
-    pool: { min: 0, max: 20, acquireTimeoutMillis: 5000, createTimeoutMillis: 5000 },
     debug: false,
     allowGlobalContext: false,
     ...overrides,
+    pool: { min: 0, max: 20, acquireTimeoutMillis: 5000, createTimeoutMillis: 5000, ...overrides.pool },
   };
 }
 
@@ -61,7 +61,18 @@ export async function createOrm(databaseUrl: string, overrides: Partial<Options>
   return MikroORM.init(ormOptions(databaseUrl, overrides));
 }
 
+/**
+ * Applies pending migrations. Several processes may start at once on one database (API replicas
+ * without a one-shot migrate job): a session-level advisory lock lets one migrate while the
+ * others wait, then find nothing left to do. Without it two of them created the same table and
+ * one crashed (test/topology.test.ts).
+ */
 export async function migrate(orm: Orm): Promise<string[]> {
-  const done = await orm.getMigrator().up();
-  return done.map((m) => m.name);
+  const knex = orm.em.getConnection().getKnex();
+  return knex.transaction(async (trx) => {
+    // Held by this transaction's connection until it ends; the migrator uses connections of its own.
+    await trx.raw('select pg_advisory_xact_lock(hashtextextended(?, 0))', ['tidings:migrate']);
+    const done = await orm.getMigrator().up();
+    return done.map((m) => m.name);
+  });
 }

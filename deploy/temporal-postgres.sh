@@ -15,7 +15,8 @@
 #   TEMPORAL_PG_DB         persistence database (temporal); visibility is <that>_visibility
 #   TEMPORAL_PG_PORT_BASE  unset: Temporal's usual ports (frontend 7233, history 7234, matching
 #                          7235, worker 7239, HTTP 7243, membership 6933-6939). Set to N: the
-#                          server binds N..N+8 only (frontend gRPC on N).
+#                          server binds N..N+8 only (frontend gRPC on N). N+8 must stay
+#                          below 32768: Temporal stores membership ports as smallint.
 #   TEMPORAL_PG_STATE_DIR  pid, logs, config (.data/temporal-postgres/<database> in the repo)
 #   TEMPORAL_NAMESPACE, TEMPORAL_NAMESPACE_RETENTION   default, 168h
 #   TEMPORAL_PG_LOG_LEVEL  server log level (warn)
@@ -57,6 +58,7 @@ state_dir=${TEMPORAL_PG_STATE_DIR:-$repo_dir/.data/temporal-postgres/$db}
 
 if [[ -n ${TEMPORAL_PG_PORT_BASE:-} ]]; then
   [[ $TEMPORAL_PG_PORT_BASE =~ ^[1-9][0-9]{0,4}$ ]] || die "TEMPORAL_PG_PORT_BASE must be a port number: $TEMPORAL_PG_PORT_BASE"
+  (( TEMPORAL_PG_PORT_BASE + 8 < 32768 )) || die "TEMPORAL_PG_PORT_BASE must be below 32760 (Temporal keeps membership ports as smallint): $TEMPORAL_PG_PORT_BASE"
   b=$TEMPORAL_PG_PORT_BASE
   frontend_port=$b history_port=$((b + 1)) matching_port=$((b + 2)) worker_port=$((b + 3)) http_port=$((b + 4))
   frontend_mport=$((b + 5)) history_mport=$((b + 6)) matching_mport=$((b + 7)) worker_mport=$((b + 8))

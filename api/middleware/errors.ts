@@ -77,7 +77,8 @@ const DATABASE_RETRY_AFTER_SECONDS = 5;
 
 /** Any SQLSTATE; class 08 (connection exception), and 57P01–57P03: the server shut down, crashed or is starting. */
 const SQLSTATE = /^[0-9A-Z]{5}$/;
-const CONNECTION_SQLSTATE = /^(08[0-9A-Z]{3}|57P0[123])$/;
+/** Connection exceptions, the server shutting down, and too many connections (53300: the server is full, not our bug). */
+const CONNECTION_SQLSTATE = /^(08[0-9A-Z]{3}|57P0[123]|53300)$/;
 
 /** Socket failures, as Node reports them on a connection to the database. */
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH']);

@@ -1,23 +1,13 @@
-import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
-import os from 'node:os';
-import path from 'node:path';
-import {
-  freePorts,
-  killService,
-  type Service,
-  startService,
-  stopService,
-  waitForHealthy,
-  waitForStderr,
-} from './service-process';
+import { createTopology } from './topology';
 
 /**
  * The real service with its two roles in separate processes (`tidings start --api` and
  * `tidings start --worker`, from source), on the test run's PostgreSQL and Temporal server and a
  * test env's task queue, delivering to an SMTP sink and resolving through a test DNS server: for
  * tests that SIGKILL one role and start it again. The API keeps its port across restarts, so a
- * client retrying the same URL reaches the new process.
+ * client retrying the same URL reaches the new process. It is test/helpers/topology.ts with one
+ * process of each role.
  *
  *   const svc = await splitService(env.taskQueue, { smtpUrl: smtp.url, dnsAddress: dns.address });
  *   await Promise.all([svc.startWorker(), svc.startApi()]);
@@ -39,59 +29,30 @@ export interface SplitService {
   close(): Promise<void>;
 }
 
-const WORKER_READY = 'Worker polling task queue';
-
 export async function splitService(
   taskQueue: string,
   servers: { smtpUrl: string; dnsAddress: string },
   extra: Record<string, string> = {},
 ): Promise<SplitService> {
-  const ports = await freePorts();
-  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'tidings-split-'));
-  const env = {
-    NODE_ENV: 'test',
-    LOG_LEVEL: 'warn',
-    PUBLIC_URL: `http://127.0.0.1:${ports.api}`,
-    DATABASE_URL: process.env.TEST_DATABASE_URL!,
-    TEMPORAL_ADDRESS: process.env.TEST_TEMPORAL_ADDRESS!,
-    TEMPORAL_TASK_QUEUE: taskQueue,
-    SMTP_URL: servers.smtpUrl,
-    DNS_SERVERS: servers.dnsAddress,
-    DOMAIN_CHECK_INTERVAL_SECONDS: '1',
-    SEND_RETRY_MAX_INTERVAL_SECONDS: '1',
+  const t = await createTopology({
+    apis: 1,
+    workers: 1,
+    taskQueue,
+    databaseUrl: process.env.TEST_DATABASE_URL!,
+    temporalAddress: process.env.TEST_TEMPORAL_ADDRESS!,
+    ...servers,
     // Clients here retry hard on purpose; the limiter is not under test.
-    RATE_LIMIT_PER_MINUTE: '1000000',
-    ...extra,
-  };
-  let api: Service | undefined;
-  let worker: Service | undefined;
-  const lives: Service[] = [];
-  const start = (role: '--api' | '--worker') => {
-    const s = startService(dataDir, ports, { roles: [role], env });
-    lives.push(s);
-    return s;
-  };
+    env: { RATE_LIMIT_PER_MINUTE: '1000000', ...extra },
+  });
+  const [api, worker] = [t.apis[0]!, t.workers[0]!];
   return {
-    url: (p) => `http://127.0.0.1:${ports.api}${p}`,
-    async startApi() {
-      if (api && !api.hasExited()) throw new Error('the API is already running');
-      api = start('--api');
-      await waitForHealthy(api);
-    },
-    async startWorker() {
-      if (worker && !worker.hasExited()) throw new Error('the worker is already running');
-      worker = start('--worker');
-      await waitForStderr(worker, WORKER_READY);
-    },
-    killApi: () => (api ? killService(api) : Promise.resolve()),
-    killWorker: () => (worker ? killService(worker) : Promise.resolve()),
-    output: () => lives.map((s, i) => `--- process ${i + 1} (pid ${s.child.pid}) ---\n${s.stderr()}`).join('\n'),
-    async close() {
-      await Promise.all(
-        lives.map((s) => (s.hasExited() ? undefined : stopService(s, 20_000).catch(() => killService(s)))),
-      );
-      rmSync(dataDir, { recursive: true, force: true });
-    },
+    url: api.url,
+    startApi: api.start,
+    startWorker: worker.start,
+    killApi: api.kill,
+    killWorker: worker.kill,
+    output: t.output,
+    close: t.close,
   };
 }
 
