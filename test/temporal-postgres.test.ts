@@ -62,10 +62,13 @@ function portIsFree(port: number): Promise<boolean> {
   });
 }
 
-/** The first of PORT_COUNT consecutive free ports, somewhere other servers are unlikely to be. */
+/**
+ * The first of PORT_COUNT consecutive free ports, somewhere other servers are unlikely to be, and
+ * below 32768: Temporal stores membership ports as smallint (the script refuses higher ones).
+ */
 async function freePortBlock(): Promise<number> {
   for (let attempt = 0; attempt < 100; attempt++) {
-    const base = 20_000 + Math.floor(Math.random() * 30_000);
+    const base = 20_000 + Math.floor(Math.random() * (32_768 - PORT_COUNT - 20_000));
     let free = true;
     for (let p = base; p < base + PORT_COUNT && free; p++) free = await portIsFree(p);
     if (free) return base;
