@@ -15,7 +15,11 @@ export async function instanceSecret(em: EntityManager, name: string): Promise<s
      select value from created union all select value from app_secrets where name = ? limit 1`,
     [name, randomBytes(32).toString('hex'), name],
   );
-  return row!.value;
+  if (row) return row.value;
+  // Another process inserted it concurrently: the insert waited for its commit, but this
+  // statement's snapshot predates it. A new statement sees it.
+  const existing = await queryOne<{ value: string }>(em, 'select value from app_secrets where name = ?', [name]);
+  return existing!.value;
 }
 
 /** Key for signing contact links: derived from JWT_SECRET when configured, else generated once. */
