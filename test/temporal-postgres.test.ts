@@ -1,12 +1,12 @@
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Client as PgClient } from 'pg';
 import { Client, Connection } from '@temporalio/client';
 import { ProjectIdKey, SEARCH_ATTRIBUTE_TYPES } from '../temporal/search-attributes';
+import { freePortRange } from './helpers/topology';
 
 /**
  * deploy/temporal-postgres.sh — the production topology's Temporal (what docker-compose.yml runs)
@@ -54,28 +54,6 @@ async function script(...args: string[]): Promise<string> {
   }
 }
 
-function portIsFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = net.createServer();
-    server.once('error', () => resolve(false));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-  });
-}
-
-/**
- * The first of PORT_COUNT consecutive free ports, somewhere other servers are unlikely to be, and
- * below 32768: Temporal stores membership ports as smallint (the script refuses higher ones).
- */
-async function freePortBlock(): Promise<number> {
-  for (let attempt = 0; attempt < 100; attempt++) {
-    const base = 20_000 + Math.floor(Math.random() * (32_768 - PORT_COUNT - 20_000));
-    let free = true;
-    for (let p = base; p < base + PORT_COUNT && free; p++) free = await portIsFree(p);
-    if (free) return base;
-  }
-  throw new Error(`no ${PORT_COUNT} consecutive free ports found`);
-}
-
 /** TCP ports the process listens on, from /proc: its socket inodes matched against the kernel's tables. */
 function listeningPorts(pid: number): number[] {
   const inodes = new Set(
@@ -111,7 +89,7 @@ async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, tim
 }
 
 beforeAll(async () => {
-  portBase = await freePortBlock();
+  portBase = await freePortRange(PORT_COUNT);
   address = await script('start');
   connection = await Connection.connect({ address });
 }, 300_000);

@@ -211,7 +211,8 @@ function runScript(args: string[], env: NodeJS.ProcessEnv, timeoutMs: number) {
  * Temporal's SQL schema keeps membership ports in a smallint (the server dies at start with
  * "value … is out of range for type smallint" on a higher one).
  */
-async function freePortRange(count: number): Promise<number> {
+/** The first of `count` consecutive free ports, below 32768 (Temporal keeps membership ports as smallint). */
+export async function freePortRange(count: number): Promise<number> {
   for (let tries = 0; tries < 200; tries++) {
     const base = 10_000 + Math.floor(Math.random() * (32_768 - count - 10_000));
     let free = true;
