@@ -11,7 +11,7 @@
  *  - in this process, wired as cli/start.ts wires them: the API (createApp) on a free port with
  *    RATE_LIMIT_PER_MINUTE raised, and a Temporal worker with the orm, resolver and mailer
  *    (temporal/worker.ts startWorker, default options; `workerOptions` adds Worker options, for
- *    experiments only);
+ *    experiments only); or, with `service: 'process'`, both as `tidings start` in a child process;
  *  - a project, a keep-alive JSON client with its secret key, and (verifiedDomain) a domain whose
  *    DKIM/SPF/DMARC records are published in the DNS server and verified, so every email is signed.
  *
@@ -19,7 +19,9 @@
  * checks on a raw message, and per-process CPU time (this process, the Temporal server, PostgreSQL).
  */
 import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import type http from 'node:http';
 import { DefaultLogger, Runtime, type WorkerOptions } from '@temporalio/worker';
 import { createApp } from '../api/app';
@@ -35,6 +37,7 @@ import { mailerFromConfig } from '../mail/mailer';
 import { TemporalGateway, type TemporalSettings } from '../temporal/client';
 import { startWorker, type WorkerHandle } from '../temporal/worker';
 import { startDnsServer, type DnsServer } from '../test/helpers/dns';
+import { freePorts, killService, startService, stopService, waitForHealthy } from '../test/helpers/service-process';
 import { startSmtpSink, type SmtpSink } from '../test/helpers/smtp';
 import { type BenchDatabase, createBenchDatabase, jsonClient, log } from './support';
 
@@ -109,10 +112,12 @@ export interface Stack {
   config: Config;
   settings: TemporalSettings;
   orm: Orm;
-  worker: WorkerHandle;
-  /** The API's gateway (the bench may wrap its methods to time them). */
+  /** The in-process worker; undefined when the service runs as its own process (`service: 'process'`). */
+  worker: WorkerHandle | undefined;
+  /** A Temporal client: the API's own in-process, else one of the bench's (the bench may wrap its methods to time them). */
   gateway: TemporalGateway;
-  server: http.Server;
+  /** The service's process (`tidings start`, API + worker) when it is not this one. */
+  servicePid: number | undefined;
   port: number;
   project: ProjectWithKeys;
   client: ReturnType<typeof jsonClient>;
@@ -152,6 +157,12 @@ export async function startStack(opts: {
   logLevel?: string;
   /** Experiments only: Worker.create options on top of temporal/worker.ts's (startWorker passes them through). */
   workerOptions?: Partial<WorkerOptions>;
+  /**
+   * `in-process` (default): API and worker in this process, beside the load generator and the sink.
+   * `process`: the service as `npm start` runs it (`tidings start`, API + worker in one process of
+   * its own, from source), so the load generator and the sink do not share its core.
+   */
+  service?: 'in-process' | 'process';
 }): Promise<Stack> {
   const { teardown, checkpoint } = opts;
   const logLevel = opts.logLevel ?? 'warn';
@@ -187,21 +198,41 @@ export async function startStack(opts: {
   log(`database ${db.name} created and migrated`);
   checkpoint();
   const dns = createDnsLookup({ servers: config.dnsServers });
-  const mailer = mailerFromConfig(config, log);
-  teardown.add(async () => mailer.close());
-  const deps = { orm, dns, mailer, config };
-  const worker = await startWorker(settings, deps, opts.workerOptions ?? {});
-  teardown.add(() => worker.shutdown());
-  if (opts.workerOptions) assertApplied(worker, opts.workerOptions);
+  let worker: WorkerHandle | undefined;
+  let servicePid: number | undefined;
+  if (opts.service === 'process') {
+    if (opts.workerOptions) throw new Error('workerOptions apply to the in-process worker only');
+    servicePid = await serviceProcess(teardown, {
+      NODE_ENV: 'production',
+      PORT: String(port),
+      PUBLIC_URL: config.publicUrl,
+      DATABASE_URL: db.url,
+      TEMPORAL_ADDRESS: temporal.address,
+      SMTP_URL: sink.url,
+      DNS_SERVERS: dnsServer.address,
+      RATE_LIMIT_PER_MINUTE: String(BENCH_RATE_LIMIT),
+      LOG_LEVEL: logLevel,
+      ...opts.env,
+    });
+    log(`service (tidings start: API + worker) as process ${servicePid} on 127.0.0.1:${port}, sink at ${sink.url}`);
+  } else {
+    const mailer = mailerFromConfig(config, log);
+    teardown.add(async () => mailer.close());
+    worker = await startWorker(settings, { orm, dns, mailer, config }, opts.workerOptions ?? {});
+    teardown.add(() => worker!.shutdown());
+    if (opts.workerOptions) assertApplied(worker, opts.workerOptions);
+  }
   checkpoint();
   const gateway = await TemporalGateway.connect(settings, config);
   teardown.add(() => gateway.close());
-  const { app } = createApp(await buildAppDeps({ config, orm, temporal: gateway, logger: createLogger(config), dns }));
-  const server = await new Promise<http.Server>((resolve, reject) => {
-    const s = app.listen(port, '127.0.0.1', (err?: Error) => (err ? reject(err) : resolve(s)));
-  });
-  teardown.add(() => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))));
-  log(`API on 127.0.0.1:${port}, worker on task queue "${settings.taskQueue}", sink at ${sink.url}`);
+  if (!servicePid) {
+    const { app } = createApp(await buildAppDeps({ config, orm, temporal: gateway, logger: createLogger(config), dns }));
+    const server = await new Promise<http.Server>((resolve, reject) => {
+      const s = app.listen(port, '127.0.0.1', (err?: Error) => (err ? reject(err) : resolve(s)));
+    });
+    teardown.add(() => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))));
+    log(`API on 127.0.0.1:${port}, worker on task queue "${settings.taskQueue}", sink at ${sink.url}`);
+  }
 
   const backend = await orm.em.fork().getConnection().execute<{ pid: number }[]>('select pg_backend_pid() as pid');
   const postmasterPid = parentOf(backend[0]!.pid);
@@ -210,7 +241,25 @@ export async function startStack(opts: {
   const client = jsonClient(port, project.secretKey, opts.concurrency);
   teardown.add(async () => client.close());
   checkpoint();
-  return { db, temporal, dnsServer, sink, config, settings, orm, worker, gateway, server, port, project, client, logLevel, postmasterPid };
+  return { db, temporal, dnsServer, sink, config, settings, orm, worker, gateway, servicePid, port, project, client, logLevel, postmasterPid };
+}
+
+/** The --service option of a bench. */
+export function serviceMode(value: string | undefined): 'in-process' | 'process' {
+  if (value === undefined || value === 'in-process' || value === 'process') return value ?? 'in-process';
+  throw new Error(`--service must be in-process or process, not ${value}`);
+}
+
+/** `tidings start` with `env` as a child process, healthy; stopped by `teardown`. Returns its pid. */
+async function serviceProcess(teardown: Teardown, env: Record<string, string>): Promise<number> {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'tidings-bench-'));
+  teardown.add(async () => rmSync(dataDir, { recursive: true, force: true }));
+  // BENCH_SERVICE_NODE_ARGS: e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile the service alone.
+  const nodeArgs = process.env.BENCH_SERVICE_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+  const service = startService(dataDir, { ...(await freePorts()), api: Number(env.PORT) }, { env, nodeArgs });
+  teardown.add(() => stopService(service, 30_000).catch(() => killService(service)));
+  await waitForHealthy(service);
+  return service.child.pid!;
 }
 
 /**

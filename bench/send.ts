@@ -37,7 +37,7 @@ import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import type { SmtpMessage } from '../test/helpers/smtp';
 import { rawPoolRate, type RawFigures, type RawMessageSpec } from './baselines';
-import { BENCH_RATE_LIMIT, headersOf, type Stack, startStack, Teardown, verifiedDomain, type Interruption, runBench } from './harness';
+import { BENCH_RATE_LIMIT, cpuSecondsOf, headersOf, serviceMode, type Stack, startStack, Teardown, verifiedDomain, type Interruption, runBench } from './harness';
 import { closedLoop, environmentLine, goalLines, log, percentile, positiveInt, RequestTally } from './support';
 
 const LOG_LEVEL = 'warn';
@@ -67,12 +67,13 @@ function options() {
       'recipients-per-request': { type: 'string', default: '1' },
       raw: { type: 'string', default: '2000' },
       'one-at-a-time': { type: 'string', default: '50' },
+      service: { type: 'string', default: 'in-process' },
       help: { type: 'boolean', short: 'h' },
     },
   });
   if (values.help) {
     process.stdout.write(
-      'Usage: npx tsx bench/send.ts [--n 2000] [--concurrency 16] [--recipients-per-request 1] [--raw 2000] [--one-at-a-time 50]\n',
+      'Usage: npx tsx bench/send.ts [--n 2000] [--concurrency 16] [--recipients-per-request 1] [--raw 2000] [--one-at-a-time 50] [--service in-process|process]\n',
     );
     process.exit(0);
   }
@@ -82,6 +83,7 @@ function options() {
     perRequest: positiveInt('recipients-per-request', values['recipients-per-request']),
     raw: positiveInt('raw', values.raw),
     oneAtATime: values['one-at-a-time'] === '0' ? 0 : positiveInt('one-at-a-time', values['one-at-a-time']),
+    service: serviceMode(values.service),
   };
 }
 
@@ -125,7 +127,7 @@ async function arrivalOf(sink: Stack['sink'], id: string, from: number, timeoutM
 async function main(teardown: Teardown, stop: Interruption): Promise<void> {
   const opts = options();
   const requests = Math.ceil(opts.n / opts.perRequest);
-  const stack = await startStack({ teardown, checkpoint: stop.checkpoint, concurrency: opts.concurrency, logLevel: LOG_LEVEL });
+  const stack = await startStack({ teardown, checkpoint: stop.checkpoint, concurrency: opts.concurrency, logLevel: LOG_LEVEL, service: opts.service });
   const { db, sink, orm, client } = stack;
   const domainId = await verifiedDomain(stack, DOMAIN);
   stop.checkpoint();
@@ -142,6 +144,7 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
   let lastOk = 0;
   const loadBefore = os.loadavg()[0]!;
   const cpuBefore = process.cpuUsage();
+  const serviceCpuBefore = stack.servicePid ? cpuSecondsOf(stack.servicePid) : undefined;
   const wallStart = Date.now();
   const start = performance.now();
   // Both rates over time, to see whether delivery keeps pace while the API is busy and after.
@@ -179,6 +182,7 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
   clearInterval(progress);
   const cpu = process.cpuUsage(cpuBefore);
   const cpuS = (cpu.user + cpu.system) / 1e6;
+  const serviceCpuS = serviceCpuBefore === undefined ? undefined : cpuSecondsOf(stack.servicePid!)! - serviceCpuBefore;
   const loadAfter = os.loadavg()[0]!;
 
   // Rows are marked SENT just after the relay accepts (by whatever sends them); give them a moment.
@@ -260,8 +264,15 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
     `Tidings send bench: POST /v1/send, N=${opts.n} emails in ${requests} requests (${opts.perRequest} recipient(s) each), concurrency ${opts.concurrency} keep-alive clients${stop.interrupted ? ` (interrupted after ${tally.done} requests)` : ''}`,
     `  environment   ${environmentLine(db.serverVersion)}`,
     `  load average  ${loadBefore.toFixed(1)} before, ${loadAfter.toFixed(1)} after the load (1-minute; other work on the machine skews the figures)`,
-    `  setup         one Node process runs the load generator, the API (createApp, LOG_LEVEL=${LOG_LEVEL}), the Temporal worker (default options), the DNS server and the SMTP sink;`,
-    `                PostgreSQL and the Temporal dev server (in-memory, headless) are separate processes on the same machine`,
+    ...(stack.servicePid
+      ? [
+          `  setup         the service is one process of its own (tidings start: API + worker, NODE_ENV=production, LOG_LEVEL=${LOG_LEVEL}); this process runs the load generator, the DNS server and the SMTP sink;`,
+          `                PostgreSQL and the Temporal dev server (in-memory, headless) are separate processes on the same machine`,
+        ]
+      : [
+          `  setup         one Node process runs the load generator, the API (createApp, LOG_LEVEL=${LOG_LEVEL}), the Temporal worker (default options), the DNS server and the SMTP sink;`,
+          `                PostgreSQL and the Temporal dev server (in-memory, headless) are separate processes on the same machine`,
+        ]),
     `  rate limit    RATE_LIMIT_PER_MINUTE raised to ${BENCH_RATE_LIMIT} (default 1000): the limiter still counts every request but never throttles`,
     `  message       DKIM-signed (RSA-2048) HTML rendered per recipient from subject "${SUBJECT}" and body "${BODY}"`,
     `  raw pool      ${raw.toFixed(0)} msg/s: the same messages (rendered ahead, composed and signed on send) through a fresh nodemailer pool straight to the sink, ${opts.concurrency} in flight ` +
@@ -272,7 +283,10 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
     `  ratio         delivered / raw ${(deliveredRate / raw).toFixed(3)}; accepted / raw ${(acceptedRate / raw).toFixed(3)}`,
     `  one at a time ${toSink.length} single sends on the idle service, each after the last arrived and ${ONE_AT_A_TIME_PAUSE_MS} ms: request → message at the sink p50 ${ms(singleP50)}   p99 ${ms(percentile(singleSorted, 99))}   max ${ms(singleSorted[singleSorted.length - 1] ?? NaN)}` +
       `; the API answered in p50 ${ms(percentile(singleApi, 50))}${lostSingles ? `; ${lostSingles} never arrived within 30 s` : ''}`,
-    `  cpu           this process (load generator, API, worker, sink) used ${cpuS.toFixed(1)} CPU-s from the first request to the last delivery: ${((1000 * cpuS) / Math.max(1, opts.n)).toFixed(1)} ms per email`,
+    serviceCpuS === undefined
+      ? `  cpu           this process (load generator, API, worker, sink) used ${cpuS.toFixed(1)} CPU-s from the first request to the last delivery: ${((1000 * cpuS) / Math.max(1, opts.n)).toFixed(1)} ms per email`
+      : `  cpu           the service process used ${serviceCpuS.toFixed(1)} CPU-s from the first request to the last delivery: ${((1000 * serviceCpuS) / Math.max(1, opts.n)).toFixed(2)} ms per email; ` +
+        `this one (load generator, sink) ${((1000 * cpuS) / Math.max(1, opts.n)).toFixed(2)} ms per email`,
     `  errors        ${errors}${tally.errorDetail()}${single.errorDetail()}`,
     `  exactly once  ${exactlyOnce ? 'OK' : 'FAILED'}: ${once}/${total} email ids at the sink exactly once by Message-ID (${opts.n} of the load, ${opts.oneAtATime} one at a time); ` +
       `${duplicated} duplicated (${extraCopies} extra copies), ${missing} missing, ${unexpected} unexpected messages`,

@@ -511,7 +511,7 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
   const cpu = (k: keyof typeof cpuBefore) => cpuAfter[k] - cpuBefore[k];
   const cpuLine = (k: keyof typeof cpuBefore, label: string) => `${label} ${cpu(k).toFixed(1)} s (${((100 * cpu(k)) / runS).toFixed(0)}% of a core)`;
   const cores = os.cpus().length;
-  const workerOptions = stack.worker.worker.options;
+  const workerOptions = stack.worker!.worker.options;
   const slots = (s: unknown) => ((s as { numSlots?: number }).numSlots ?? (s as { type?: string }).type ?? '?');
   const pollers = (b: unknown) => {
     const p = b as { type?: string; maximum?: number; minimum?: number };

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError, validationError } from '../errors';
-import { query, queryOne } from './sql';
+import { inTransaction, query, queryOne } from './sql';
 import type { EmailSource } from './emails';
 
 /** What a project consumes and caps: its emails by where they came from (emails.source). */
@@ -168,7 +168,7 @@ export async function allowance(
   if (!capped) return { limit: null, used: 0, remaining: Infinity, period };
   if (opts.lock) {
     // Outside a transaction the lock would end with its own statement and protect nothing.
-    if (!em.isInTransaction()) throw new Error('allowance({ lock: true }) must run inside a transaction');
+    if (!inTransaction(em)) throw new Error('allowance({ lock: true }) must run inside a transaction');
     await query(em, 'select pg_advisory_xact_lock(hashtextextended(?, 0))', [`billing:${projectId}:${category}`]);
   }
   // Read again after the lock: the cap may have changed, and the previous holder's rows are now committed.

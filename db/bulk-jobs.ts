@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { notFound } from '../errors';
 import { newId } from './ids';
-import { query, queryOne } from './sql';
+import { query, queryOne, transaction } from './sql';
 
 export const BULK_OPERATIONS = ['subscribe', 'unsubscribe', 'delete'] as const;
 export type BulkOperation = (typeof BULK_OPERATIONS)[number];
@@ -134,7 +134,7 @@ async function advance(
  * that state are unchanged, other ids (unknown, or another project's) fail as not_found.
  */
 export async function applySubscriptionChunk(em: EntityManager, jobId: string, offset: number, size: number): Promise<ChunkOutcome> {
-  return em.transactional(async (tx) => {
+  return transaction(em, async (tx) => {
     const { row, ids } = await lockChunk(tx, jobId, offset, size);
     if (!row || !ids) return { nextOffset: row?.next_offset ?? offset, applied: false };
     const subscribed = row.operation === 'subscribe';
@@ -192,7 +192,7 @@ export async function deleteContactsChunk(
   offset: number,
   size: number,
 ): Promise<ChunkOutcome & { lateExecutionIds: string[] }> {
-  return em.transactional(async (tx) => {
+  return transaction(em, async (tx) => {
     const { row, ids } = await lockChunk(tx, jobId, offset, size);
     if (!row || !ids) return { nextOffset: row?.next_offset ?? offset, applied: false, lateExecutionIds: [] };
     const late = await query<{ id: string }>(

@@ -5,7 +5,7 @@ import type { ContactDto } from './contacts';
 import type { MarketingContext } from './email-content';
 import type { JsonValue } from './entities/contact';
 import { newId } from './ids';
-import { query, queryOne } from './sql';
+import { query, queryOne, transaction } from './sql';
 
 /**
  * A campaign's send as the campaign workflow's activities see it: the audience snapshot when it is
@@ -24,7 +24,7 @@ export type BeginOutcome =
  * API's transaction rolled back) or already ended answers its state.
  */
 export async function beginCampaignSend(em: EntityManager, campaignId: string): Promise<BeginOutcome> {
-  return em.transactional(async (tx) => {
+  return transaction(em, async (tx) => {
     const c = await queryOne<{
       project_id: string;
       status: CampaignStatus;
@@ -260,7 +260,7 @@ export async function finishCampaign(
   outcome: 'SENT' | 'CANCELLED',
   error?: string,
 ): Promise<CampaignStatus | 'GONE'> {
-  return em.transactional(async (tx) => {
+  return transaction(em, async (tx) => {
     const row =
       outcome === 'SENT'
         ? await queryOne<{ status: CampaignStatus }>(

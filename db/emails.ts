@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AttachmentFile, StoredEmail } from '../mail/compose';
 import { recordEvent } from './events';
-import { query, queryOne } from './sql';
+import { query, queryOne, transaction } from './sql';
 
 export const EMAIL_STATUSES = ['QUEUED', 'SENDING', 'SENT', 'DELIVERED', 'OPENED', 'CLICKED', 'BOUNCED', 'COMPLAINED', 'FAILED'] as const;
 export type EmailStatus = (typeof EMAIL_STATUSES)[number];
@@ -123,7 +123,7 @@ export async function markEmailRetrying(em: EntityManager, id: string, error: st
  * runs): then only sent_at and the event are written.
  */
 export async function markEmailSent(em: EntityManager, id: string, smtpResponse: string): Promise<boolean> {
-  return em.transactional(async (tx) => {
+  return transaction(em, async (tx) => {
     const row = await queryOne<{ project_id: string; contact_id: string | null }>(
       tx,
       `update emails set status = case when status in ('QUEUED','SENDING') then 'SENT' else status end,

@@ -3,7 +3,7 @@ import { normalizeEmail } from './contacts';
 import type { JsonValue } from './entities/contact';
 import { recordEvent, recordSubscriptionChange } from './events';
 import { enforceSendingReputation } from './project-security';
-import { query, queryOne } from './sql';
+import { query, queryOne, transaction } from './sql';
 import { suppressAddress } from './suppressions';
 
 /**
@@ -54,7 +54,7 @@ async function event(em: EntityManager, row: Touched, name: string, data: Record
 
 /** An open (the pixel was fetched). False for an unknown email. */
 export async function recordOpen(em: EntityManager, emailId: string): Promise<boolean> {
-  return em.transactional(async (tx) => {
+  return transaction(em, async (tx) => {
     const row = await queryOne<Touched>(
       tx,
       `update emails e set opened_at = coalesce(e.opened_at, now()), last_opened_at = now(), open_count = e.open_count + 1,
@@ -75,7 +75,7 @@ export async function recordOpen(em: EntityManager, emailId: string): Promise<bo
  * first open here (`email.opened` with `viaClick: true`).
  */
 export async function recordClick(em: EntityManager, emailId: string, url: string): Promise<boolean> {
-  return em.transactional(async (tx) => {
+  return transaction(em, async (tx) => {
     const row = await queryOne<Touched & { first_click: boolean }>(
       tx,
       `update emails e set clicked_at = coalesce(e.clicked_at, now()), last_clicked_at = now(), click_count = e.click_count + 1,
@@ -104,7 +104,7 @@ export async function recordClick(em: EntityManager, emailId: string, url: strin
 }
 
 export async function recordDelivered(em: EntityManager, emailId: string, at?: Date): Promise<boolean> {
-  return em.transactional(async (tx) => {
+  return transaction(em, async (tx) => {
     const row = await queryOne<Touched>(
       tx,
       `update emails e set delivered_at = coalesce(e.delivered_at, ?), status = ${advance('DELIVERED')}, updated_at = now()
@@ -130,7 +130,7 @@ export async function recordBounce(
   bounceType: BounceType,
   opts: { at?: Date; diagnostic?: string } = {},
 ): Promise<boolean> {
-  return em.transactional(async (tx) => {
+  return transaction(em, async (tx) => {
     const row = await queryOne<Touched & { previous_type: BounceType | null }>(
       tx,
       `update emails e set bounced_at = coalesce(e.bounced_at, ?),
@@ -161,7 +161,7 @@ export async function recordBounce(
 
 /** A spam complaint: the contact is unsubscribed and the address suppressed. */
 export async function recordComplaint(em: EntityManager, emailId: string, at?: Date): Promise<boolean> {
-  return em.transactional(async (tx) => {
+  return transaction(em, async (tx) => {
     const row = await queryOne<Touched>(
       tx,
       `update emails e set complained_at = coalesce(e.complained_at, ?), status = 'COMPLAINED', updated_at = now()

@@ -3,7 +3,7 @@ import { notFound } from '../errors';
 import type { JsonValue } from './entities/contact';
 import { newId } from './ids';
 import { type CursorPage, keysetPage } from './paging';
-import { query, queryOne } from './sql';
+import { query, queryOne, transaction } from './sql';
 
 export const EXECUTION_STATUSES = ['RUNNING', 'WAITING', 'COMPLETED', 'EXITED', 'FAILED', 'CANCELLED'] as const;
 export type ExecutionStatus = (typeof EXECUTION_STATUSES)[number];
@@ -88,7 +88,7 @@ export interface ExecutionClaim {
 }
 
 export async function claimExecution(em: EntityManager, input: ExecutionClaim): Promise<string | null> {
-  return em.transactional(async (tx) => {
+  return transaction(em, async (tx) => {
     if (input.executionId) {
       const mine = await queryOne(tx, 'select 1 from workflow_executions where id = ?', [input.executionId]);
       if (mine) return input.executionId;
@@ -148,7 +148,7 @@ export async function recordStepStarted(
   em: EntityManager,
   input: { executionId: string; seq: number; stepId: string; stepType: string; waiting: boolean; waitingForEvent: string | null },
 ): Promise<void> {
-  await em.transactional(async (tx) => {
+  await transaction(em, async (tx) => {
     await query(
       tx,
       `update workflow_executions set current_step_id = ?, status = ?, waiting_for_event = ?, updated_at = now()
@@ -176,7 +176,7 @@ export async function recordStepFinished(
     context?: Record<string, JsonValue>;
   },
 ): Promise<void> {
-  await em.transactional(async (tx) => {
+  await transaction(em, async (tx) => {
     await query(
       tx,
       `update execution_steps set status = ?, branch = ?, output = ?::jsonb, error = ?, finished_at = now()
@@ -198,7 +198,7 @@ export async function finishExecution(
   em: EntityManager,
   input: { executionId: string; status: Exclude<ExecutionStatus, 'RUNNING' | 'WAITING'>; exitReason?: string; error?: string },
 ): Promise<void> {
-  await em.transactional(async (tx) => {
+  await transaction(em, async (tx) => {
     await query(
       tx,
       `update workflow_executions set status = ?, exit_reason = ?, error = ?, waiting_for_event = null,
@@ -279,7 +279,7 @@ export async function releaseExecution(
   executionId: string,
   input: { workflowId: string; contactId: string; allowReentry: boolean },
 ): Promise<void> {
-  await em.transactional(async (tx) => {
+  await transaction(em, async (tx) => {
     await query(tx, 'delete from workflow_executions where id = ?', [executionId]);
     if (!input.allowReentry) {
       await query(tx, 'delete from workflow_entries where workflow_id = ? and contact_id = ?', [input.workflowId, input.contactId]);

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError } from '../errors';
-import { query, queryOne } from './sql';
+import { query, queryOne, transaction } from './sql';
 
 export interface StoredResponse {
   status: number;
@@ -51,9 +51,9 @@ export async function idempotent(
   body: unknown,
   work: (tx: EntityManager) => Promise<StoredResponse>,
 ): Promise<StoredResponse & { replayed: boolean }> {
-  if (key === undefined) return { ...(await em.transactional(work)), replayed: false };
+  if (key === undefined) return { ...(await transaction(em, work)), replayed: false };
   const hash = hashBody(body);
-  return em.transactional(async (tx) => {
+  return transaction(em, async (tx) => {
     await query(tx, `set local lock_timeout = ${IDEMPOTENCY_WAIT_MS}`);
     // An expired key is taken over as if it did not exist, and so is one without a response: only
     // the claim-then-work scheme this replaced could commit one, for work that never committed.

@@ -15,7 +15,7 @@ import {
   referencedSegmentIds,
   type SegmentCondition,
 } from './segment-sql';
-import { query, queryOne } from './sql';
+import { query, queryOne, transaction } from './sql';
 
 /**
  * Segments (spec "Segment", contract-decisions "Segments"): DYNAMIC ones are a condition, compiled
@@ -225,7 +225,7 @@ export interface UpdateSegmentInput {
  * turning it on again starts afresh (the first compute then emits an entry per member).
  */
 export async function updateSegment(em: EntityManager, projectId: string, id: string, patch: UpdateSegmentInput): Promise<SegmentDto> {
-  return em.transactional(async (tx) => {
+  return transaction(em, async (tx) => {
     const current = await loadRow(tx, projectId, id, true);
     if (patch.condition !== undefined) {
       if (current.type === 'STATIC') throw conditionError('A STATIC segment has no condition', 'not_allowed');
@@ -266,7 +266,7 @@ export async function segmentUsedByActiveCampaign(em: EntityManager, segmentId: 
 }
 
 export async function deleteSegment(em: EntityManager, projectId: string, id: string): Promise<void> {
-  await em.transactional(async (tx) => {
+  await transaction(em, async (tx) => {
     await loadRow(tx, projectId, id, true);
     if (await segmentUsedByActiveCampaign(tx, id)) {
       throw conflict(
@@ -329,7 +329,7 @@ export async function addStaticMembers(
   id: string,
   input: { emails: string[]; createMissing?: boolean; subscribed?: boolean },
 ): Promise<{ added: number; created: number; notFound: string[] }> {
-  return em.transactional(async (tx) => {
+  return transaction(em, async (tx) => {
     const segment = await loadRow(tx, projectId, id, true);
     staticOnly(segment);
     const wanted = [...new Set(input.emails.map(normalize))];
@@ -370,7 +370,7 @@ export async function addStaticMembers(
 }
 
 export async function removeStaticMembers(em: EntityManager, projectId: string, id: string, emails: string[]): Promise<{ removed: number }> {
-  return em.transactional(async (tx) => {
+  return transaction(em, async (tx) => {
     const segment = await loadRow(tx, projectId, id, true);
     staticOnly(segment);
     const removed = await query(
@@ -416,7 +416,7 @@ export async function applySegmentMembership(
   em: EntityManager,
   input: { projectId: string; segmentId: string; computeId: string; now?: Date },
 ): Promise<ComputeOutcome> {
-  return em.transactional(async (tx) => {
+  return transaction(em, async (tx) => {
     const segment = await queryOne<SegmentRow & { last_compute: { id: string; outcome: ComputeOutcome } | null }>(
       tx,
       `select ${COLUMNS}, last_compute from segments where project_id = ? and id = ? for update`,

@@ -2,20 +2,36 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 
 /**
  * Raw SQL for the set-based statements (upserts, counts, keyset pages) that an ORM query
- * would turn into several round trips. Goes through knex so values travel as real
- * parameters ($1…, arrays as arrays) and joins the entity manager's transaction if any.
- * Bindings are positional `?`; write the jsonb "has key" operator as `\\?`.
+ * would turn into several round trips. Bindings are positional `?` (arrays travel as arrays);
+ * write the jsonb "has key" operator as `\\?`.
+ *
+ * A statement goes to node-postgres directly, on a connection of the ORM's pool (knex's: same
+ * limits, timeouts and broken-connection checks), or on the caller's transaction: the one
+ * `transaction()` below opened, or an ORM transaction (`em.transactional`), which still goes
+ * through knex so that it joins knex's own bookkeeping. Measured on the hot path (/v1/send), knex
+ * added ~40 µs of CPU to every statement and MikroORM's transactional() ~300 µs to every
+ * transaction, more than the statements themselves (docs/performance.md).
  */
 export async function query<T = Record<string, unknown>>(
   em: EntityManager,
   sql: string,
   params: readonly unknown[] = [],
 ): Promise<T[]> {
-  const raw = em.getKnex().raw(sql, params as Parameters<ReturnType<EntityManager["getKnex"]>["raw"]>[1]);
+  const lean = leanTransactions.get(em);
+  if (lean) return (await lean.query<T>(positional(sql, params), params as unknown[])).rows;
   const trx = em.getTransactionContext();
-  if (trx) raw.transacting(trx);
-  const result = (await raw) as { rows: T[] };
-  return result.rows;
+  if (trx) {
+    const raw = em.getKnex().raw(sql, params as Parameters<ReturnType<EntityManager['getKnex']>['raw']>[1]);
+    return ((await raw.transacting(trx)) as { rows: T[] }).rows;
+  }
+  const pool = poolOf(em);
+  const text = positional(sql, params);
+  const connection = await pool.acquireConnection();
+  try {
+    return (await connection.query<T>(text, params as unknown[])).rows;
+  } finally {
+    await pool.releaseConnection(connection);
+  }
 }
 
 export async function queryOne<T = Record<string, unknown>>(
@@ -25,4 +41,107 @@ export async function queryOne<T = Record<string, unknown>>(
 ): Promise<T | undefined> {
   const rows = await query<T>(em, sql, params);
   return rows[0];
+}
+
+/**
+ * Runs `work` in one transaction on one pooled connection, committed when it resolves and rolled
+ * back when it throws. Inside, use `query()` with the entity manager it is given; ORM calls
+ * (find, flush, …) on that manager throw instead of silently running outside the transaction,
+ * and a nested `transaction()` or `em.transactional` is a savepoint on the same connection.
+ * Within an ORM transaction already, it is `em.transactional` (a savepoint there).
+ */
+export async function transaction<T>(em: EntityManager, work: (tx: EntityManager) => Promise<T>): Promise<T> {
+  const lean = leanTransactions.get(em);
+  if (lean) return savepoint(em, lean, work);
+  if (em.isInTransaction()) return em.transactional(work);
+  const pool = poolOf(em);
+  const connection = await pool.acquireConnection();
+  const tx = em.fork();
+  tx.setTransactionContext(ORM_CALLS_REFUSED);
+  // Code that opens its own ORM transaction (em.transactional) joins this one as a savepoint.
+  Object.defineProperty(tx, 'transactional', { value: <R>(nested: (inner: EntityManager) => Promise<R>) => savepoint(tx, connection, nested) });
+  leanTransactions.set(tx, connection);
+  try {
+    await connection.query('begin');
+    const result = await work(tx);
+    await connection.query('commit');
+    return result;
+  } catch (err) {
+    await connection.query('rollback').catch((rollbackErr: unknown) => {
+      // The connection is unusable (it broke mid-transaction): the pool must not hand it out again.
+      connection.__knex__disposed = rollbackErr;
+    });
+    throw err;
+  } finally {
+    leanTransactions.delete(tx);
+    await pool.releaseConnection(connection);
+  }
+}
+
+let savepoints = 0;
+
+async function savepoint<T>(tx: EntityManager, connection: PgConnection, work: (tx: EntityManager) => Promise<T>): Promise<T> {
+  const name = `tidings_sp_${++savepoints}`;
+  await connection.query(`savepoint ${name}`);
+  try {
+    const result = await work(tx);
+    await connection.query(`release savepoint ${name}`);
+    return result;
+  } catch (err) {
+    await connection.query(`rollback to savepoint ${name}`).catch(() => undefined);
+    throw err;
+  }
+}
+
+/** True inside `transaction()` or an ORM transaction: where a lock taken now lasts until the commit. */
+export function inTransaction(em: EntityManager): boolean {
+  return leanTransactions.has(em) || em.isInTransaction();
+}
+
+interface PgConnection {
+  query<T>(text: string, values?: unknown[]): Promise<{ rows: T[] }>;
+  /** knex's mark for a connection its pool must discard. */
+  __knex__disposed?: unknown;
+}
+
+interface KnexPool {
+  acquireConnection(): Promise<PgConnection>;
+  releaseConnection(connection: PgConnection): Promise<unknown>;
+}
+
+const poolOf = (em: EntityManager) => em.getKnex().client as unknown as KnexPool;
+
+const leanTransactions = new WeakMap<EntityManager, PgConnection>();
+
+/** Stands in for a knex transaction on the manager `transaction()` hands out: any ORM use of it throws. */
+const ORM_CALLS_REFUSED = new Proxy(
+  {},
+  {
+    get() {
+      throw new Error('An ORM call inside db/sql.ts transaction(): use query() there, or em.transactional for ORM work');
+    },
+  },
+);
+
+/** `?` → `$1…` as knex does it (`\\?` stays a literal `?`); cached, as the same statements come back all the time. */
+const converted = new Map<string, { text: string; count: number }>();
+
+function positional(sql: string, params: readonly unknown[]): string {
+  let found = converted.get(sql);
+  if (!found) {
+    let count = 0;
+    const text = sql.replace(/\\?\?\??/g, (match) => {
+      if (match === '\\?') return '?';
+      if (match === '??') throw new Error('db/sql.ts: `??` (a knex identifier binding) is not supported');
+      return `$${++count}`;
+    });
+    found = { text, count };
+    if (converted.size >= 2_000) converted.clear();
+    converted.set(sql, found);
+  }
+  if (found.count !== params.length) throw new Error(`Expected ${found.count} bindings, saw ${params.length}`);
+  for (let i = 0; i < params.length; i++) {
+    if (params[i] === undefined) throw new Error(`Undefined binding at position ${i + 1} in: ${sql}`);
+  }
+  return found.text;
 }

@@ -1,4 +1,6 @@
-import type { KeyObject } from 'node:crypto';
+import MailComposer from 'nodemailer/lib/mail-composer';
+import { type DkimKey, dkimSignature, signMessage } from './dkim-sign';
+import { htmlOnlyMessage, serializeMessage, withCrlf } from './mime';
 
 export interface Address {
   name?: string;
@@ -26,7 +28,14 @@ export interface OutgoingMessage {
   text?: string;
   headers: Record<string, string>;
   attachments: { filename: string; content: Buffer; contentType: string; cid?: string; contentDisposition?: 'attachment' | 'inline' }[];
-  dkim?: { domainName: string; keySelector: string; privateKey: KeyObject };
+  dkim?: DkimKey;
+}
+
+/** A message as it goes over SMTP: the final bytes (CRLF, signed) and who it goes from and to. */
+export interface RenderedMessage {
+  messageId: string;
+  envelope: { from: string; to: string[] };
+  raw: Buffer;
 }
 
 export interface StoredEmail {
@@ -47,10 +56,7 @@ export const domainOf = (email: string) => email.slice(email.lastIndexOf('@') + 
 /** The email id is the Message-ID's local part, so a message found anywhere leads back to its row. */
 export const messageIdFor = (emailId: string, fromEmail: string) => `<${emailId}@${domainOf(fromEmail)}>`;
 
-export function composeMessage(
-  email: StoredEmail,
-  dkim: { domainName: string; keySelector: string; privateKey: KeyObject } | undefined,
-): OutgoingMessage {
+export function composeMessage(email: StoredEmail, dkim: DkimKey | undefined): OutgoingMessage {
   return {
     messageId: messageIdFor(email.id, email.fromEmail),
     from: { name: email.fromName ?? undefined, address: email.fromEmail },
@@ -68,5 +74,30 @@ export function composeMessage(
       ...(a.disposition ? { contentDisposition: a.disposition } : {}),
     })),
     ...(dkim ? { dkim } : {}),
+  };
+}
+
+/**
+ * The bytes to send. The common email (HTML only) is written by mail/mime.ts in one go;
+ * anything else (a text alternative, attachments, an unusual address or header) by nodemailer's
+ * MailComposer. Either is signed by mail/dkim-sign.ts.
+ */
+export async function renderMessage(message: OutgoingMessage): Promise<RenderedMessage> {
+  const { dkim, ...mail } = message;
+  const { messageId } = mail;
+  const parts = htmlOnlyMessage(message);
+  if (parts) {
+    const raw = serializeMessage(parts, dkim && (await dkimSignature(parts, dkim)));
+    return { messageId, envelope: { from: message.from.address, to: [message.to.address] }, raw };
+  }
+  const node = new MailComposer(mail).compile();
+  const envelope = node.getEnvelope();
+  // The relay sees CRLF line breaks whatever MailComposer wrote (nodemailer's SMTP client converts
+  // them); the signature has to be over those bytes.
+  const raw = withCrlf(await node.build());
+  return {
+    messageId,
+    envelope: { from: envelope.from || message.from.address, to: envelope.to },
+    raw: dkim ? await signMessage(raw, dkim) : raw,
   };
 }

@@ -21,7 +21,7 @@ import { type EmailPlan, planEmails, type PreparedEmail, prepareEmail, type Writ
 import { campaignSendStatusSql, cancelCampaignIfProjectDisabled } from '../../db/project-security';
 import { linkSigningSecret } from '../../db/secrets';
 import { releaseSendSlots, reserveSendSlots, throttleRate } from '../../db/send-throttle';
-import { queryOne } from '../../db/sql';
+import { queryOne, transaction } from '../../db/sql';
 import { suppressedAmong } from '../../db/suppressions';
 import { AppError } from '../../errors';
 import { composeMessage, type StoredEmail } from '../../mail/compose';
@@ -67,7 +67,7 @@ function permanent<T>(work: Promise<T>): Promise<T> {
  * batch; a killed worker's connection drops and Postgres releases it at once.
  */
 async function withSendLock<T>(orm: Orm, campaignId: string, work: () => Promise<T>): Promise<T> {
-  return orm.em.fork().transactional(async (tx) => {
+  return transaction(orm.em.fork(), async (tx) => {
     const got = await queryOne<{ ok: boolean }>(tx, 'select pg_try_advisory_xact_lock(hashtextextended(?, 0)) as ok', [
       `campaign-send:${campaignId}`,
     ]);
@@ -231,7 +231,7 @@ export function createCampaignActivities({ orm, mailer, config }: { orm: Orm; ma
             // A retry renders with a new id but sends the row (and body) the first attempt wrote.
             prepared.push(prepareEmail(plan, r.contact, { sourceKey: campaignSourceKey(input.campaignId, r.contact.id) }));
           }
-          const written = prepared.length ? await em.transactional((tx) => writeEmails(tx, prepared, 'fail')) : [];
+          const written = prepared.length ? await transaction(em, (tx) => writeEmails(tx, prepared, 'fail')) : [];
           const toSend = new Map<string, StoredEmail>();
           written.forEach((w, n) => {
             const contactId = prepared[n]!.contactId!;

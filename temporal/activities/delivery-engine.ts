@@ -9,7 +9,9 @@ import { PROJECT_DISABLED_ERROR } from '../../db/project-security';
 import { SUPPRESSED_ERROR } from '../../db/suppressions';
 import { composeMessage } from '../../mail/compose';
 import { dkimKeyObject } from '../../mail/dkim';
-import { type Mailer, SmtpError } from '../../mail/transport';
+// relayUnreachable: 421, or no reply with the session failing (nodemailer's code/command); a
+// message refused without a reply (EMESSAGE, ESTREAM, EENVELOPE) is not an outage.
+import { type Mailer, relayUnreachable, SmtpError } from '../../mail/transport';
 import { SentMarks } from './sent-marks';
 
 export interface DeliveryRoundInput {
@@ -39,15 +41,6 @@ export interface DeliveryRoundResult {
    * opens its breaker (temporal/workflows/delivery-engine.ts).
    */
   relayUnreachable?: { since: string; error: string };
-}
-
-/**
- * A failure of the relay rather than of the email: no SMTP reply at all (connection refused or
- * reset, a timeout, no greeting, DNS, the pool closed), or 421, the relay closing the channel
- * whatever the command. Replies about a message or a recipient carry their own code.
- */
-function relayUnreachable(err: unknown): boolean {
-  return err instanceof SmtpError && !err.permanent && (err.responseCode === undefined || err.responseCode === 421);
 }
 
 /** How long an idle engine waits for a notification before it looks anyway (leases, handed-off emails). */

@@ -8,6 +8,7 @@ import { finishExecution, recordStepFinished, recordStepStarted } from '../../db
 import type { Orm } from '../../db/orm';
 import { planEmails, prepareEmail, writeEmails } from '../../db/prepare-email';
 import { linkSigningSecret } from '../../db/secrets';
+import { transaction } from '../../db/sql';
 import { getTemplate } from '../../db/templates';
 import type { StepConfigs } from '../../db/workflow-steps';
 import { AppError } from '../../errors';
@@ -76,7 +77,7 @@ export function createJourneyActivities({ orm, config }: { orm: Orm; config: Con
         sourceKey: `journey:${input.executionId}:${input.seq}`,
       });
       // Over the cap the row is written FAILED; an earlier attempt's row keeps its answer.
-      const [written] = await em.transactional((tx) => writeEmails(tx, [email], 'fail'));
+      const [written] = await transaction(em, (tx) => writeEmails(tx, [email], 'fail'));
       return written!.overLimit ? { skipped: OVER_LIMIT_ERROR } : { emailId: written!.id };
     },
 
@@ -86,7 +87,7 @@ export function createJourneyActivities({ orm, config }: { orm: Orm; config: Con
       updates?: Record<string, unknown>;
       subscribed?: boolean;
     }): Promise<void> {
-      await orm.em.fork().transactional(async (tx) => {
+      await transaction(orm.em.fork(), async (tx) => {
         const { contact, previousSubscribed } = await permanent(
           updateContact(tx, input.projectId, input.contactId, { data: input.updates, subscribed: input.subscribed }),
         );

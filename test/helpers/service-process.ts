@@ -84,6 +84,8 @@ export interface ServiceOptions {
   roles?: ('--api' | '--worker')[];
   /** Settings on top of the defaults, e.g. the test run's DATABASE_URL and TEMPORAL_ADDRESS instead of the embedded ones. */
   env?: Record<string, string>;
+  /** Options for node itself, before the script (a bench's `--cpu-prof`: NODE_OPTIONS refuses it). */
+  nodeArgs?: string[];
 }
 
 export function startService(dataDir: string, ports: Ports, opts: ServiceOptions = {}): Service {
@@ -97,7 +99,7 @@ export function startService(dataDir: string, ports: Ports, opts: ServiceOptions
     ...opts.env,
   });
   // Own process group, so that a failed test can still take down whatever is left (afterAll).
-  const child = spawn(process.execPath, [...CLI, 'start', ...(opts.roles ?? [])], {
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), ...CLI, 'start', ...(opts.roles ?? [])], {
     cwd: ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
