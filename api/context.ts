@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from 'pino';
 import type { PaymentProvider } from '../billing/provider';
 import type { Config } from '../config';
+import type { RateLimitState } from '../db/rate-limit';
 import type { EngineWakeups } from '../db/engine-wakeups';
 import type { Orm } from '../db/orm';
 import type { Project } from '../db/entities/project';
@@ -47,4 +48,6 @@ export interface RequestScope {
   em: EntityManager;
   auth?: AuthContext;
   user?: SessionUser;
+  /** This request, already counted in its project's window by the API-key lookup (middleware/rate-limit.ts). */
+  rateLimit?: RateLimitState;
 }

@@ -149,12 +149,19 @@ export const withSendingState = (domain: DomainDto, policy: SenderPolicy) => ({ 
  * returns that domain's id (whose key signs the mail), or refuses with 403 DOMAIN_NOT_VERIFIED.
  */
 export async function requireVerifiedSender(em: EntityManager, projectId: string, fromEmail: string, policy: SenderPolicy): Promise<string> {
-  const domain = fromEmail.slice(fromEmail.lastIndexOf('@') + 1).toLowerCase();
+  const domain = senderDomain(fromEmail);
   const row = await queryOne<{ id: string; status: DomainStatus }>(
     em,
     'select id, status from domains where project_id = ? and domain = ?',
     [projectId, domain],
   );
+  return acceptedSenderDomain(domain, row, policy);
+}
+
+export const senderDomain = (fromEmail: string) => fromEmail.slice(fromEmail.lastIndexOf('@') + 1).toLowerCase();
+
+/** The domain row's id when mail may go out from it (read by the caller, e.g. with other facts in one statement); else 403. */
+export function acceptedSenderDomain(domain: string, row: { id: string; status: DomainStatus } | undefined, policy: SenderPolicy): string {
   if (row && sendingState(row.status, policy).allowed) return row.id;
   throw new AppError(
     403,

@@ -3,10 +3,10 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { allowance, OVER_LIMIT_ERROR, refuseOverLimit, requireAllowance } from './billing';
 import type { ContactDto } from './contacts';
 import { notifyQueued } from './delivery-queue';
-import { requireVerifiedSender, type SenderPolicy } from './domains';
+import { acceptedSenderDomain, type DomainStatus, senderDomain, type SenderPolicy } from './domains';
 import { type BodyFormat, type CompiledContent, compileContent, type MarketingContext, marketingContext, renderForContact } from './email-content';
 import type { EmailSource, EmailStatus } from './emails';
-import { query } from './sql';
+import { query, queryOne } from './sql';
 
 /**
  * The one way an email comes to exist, whoever sends it (/v1/send, a journey's SEND_EMAIL step, a
@@ -49,6 +49,12 @@ export interface EmailPlan {
   templateId: string | null;
   campaignId: string | null;
   domainId: string;
+  /**
+   * Whether writeEmails checks the monthly cap: the project capped this source when the plan was
+   * read (with the sender's domain, one round trip). A plan that lives longer than a request (a
+   * campaign batch) sets it to check every write.
+   */
+  checkCap: boolean;
   from: { email: string; name: string | null };
   replyTo: string | null;
   content: CompiledContent;
@@ -70,7 +76,15 @@ export interface Links {
  * DOMAIN_NOT_VERIFIED), then the template's syntax (422 naming the field).
  */
 export async function planEmails(em: EntityManager, input: PlanInput, ctx: { senders: SenderPolicy; links: Links }): Promise<EmailPlan> {
-  const domainId = await requireVerifiedSender(em, input.projectId, input.from.email, ctx.senders);
+  // One round trip for both facts: this runs on every /v1/send.
+  const domain = senderDomain(input.from.email);
+  const facts = await queryOne<{ id: string | null; status: DomainStatus | null; capped: boolean }>(
+    em,
+    `select d.id, d.status, exists (select 1 from billing_limits where project_id = ? and category = ?) as capped
+     from (values (1)) as one left join domains d on d.project_id = ? and d.domain = ?`,
+    [input.projectId, input.source, input.projectId, domain],
+  );
+  const domainId = acceptedSenderDomain(domain, facts!.id ? { id: facts!.id, status: facts!.status! } : undefined, ctx.senders);
   const content = compileContent(input.subject, input.body, input.format);
   const marketing = input.marketing === true ? await marketingContext(em, input.projectId) : input.marketing;
   return {
@@ -79,6 +93,7 @@ export async function planEmails(em: EntityManager, input: PlanInput, ctx: { sen
     templateId: input.templateId ?? null,
     campaignId: input.campaignId ?? null,
     domainId,
+    checkCap: facts!.capped,
     from: input.from,
     replyTo: input.replyTo,
     content,
@@ -175,8 +190,10 @@ export async function writeEmails(
     throw new Error('writeEmails: one project and one source per write (the cap is counted per source)');
   }
   let remaining = Infinity;
-  if (overLimit === 'refuse') await requireAllowance(em, projectId, category, emails.length);
-  else remaining = (await allowance(em, projectId, category, { lock: true })).remaining;
+  if (emails.some((e) => e.plan.checkCap)) {
+    if (overLimit === 'refuse') await requireAllowance(em, projectId, category, emails.length);
+    else remaining = (await allowance(em, projectId, category, { lock: true })).remaining;
+  }
 
   const rows = await insertRows(em, emails);
   const byId = new Map(rows.map((r) => [r.id, r]));

@@ -3,6 +3,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { notFound } from '../errors';
 import { type Project, ProjectSchema } from './entities/project';
 import { newId } from './ids';
+import { countHitSql, type RateLimitState, rateLimitState } from './rate-limit';
 import { queryOne } from './sql';
 
 export type KeyKind = 'secret' | 'public';
@@ -57,13 +58,19 @@ export async function rotateProjectKeys(em: EntityManager, projectId: string): P
   return { id: project.id, name: project.name, secretKey: keys.secretKey, publicKey: keys.publicKey };
 }
 
+/**
+ * The project of an API key and, with `count`, the request counted in the project's rate-limit
+ * window (the state comes back with it): every API request starts here, so both are one
+ * statement. A request the key does not admit is not counted: pass `count` only when it would
+ * be, given the project (`projectId`: the route's own; `writes`: a disabled project refuses them).
+ */
 export async function findProjectByKey(
   em: EntityManager,
   key: string,
-): Promise<{ project: Project; kind: KeyKind } | null> {
+  count?: { projectId?: string; writes: boolean },
+): Promise<{ project: Project; kind: KeyKind; rateLimit?: RateLimitState } | null> {
   const kind: KeyKind | null = key.startsWith('sk_') ? 'secret' : key.startsWith('pk_') ? 'public' : null;
   if (!kind) return null;
-  // Raw SQL: every API request starts here, and the ORM's findOne cost more CPU than the rest of the lookup.
   const row = await queryOne<{
     id: string;
     name: string;
@@ -74,11 +81,16 @@ export async function findProjectByKey(
     disabled: boolean;
     created_at: Date;
     updated_at: Date;
+    count: number | null;
+    reset: string | null;
   }>(
     em,
-    `select id, name, secret_key_hash, public_key_hash, secret_key_preview, public_key_preview, disabled, created_at, updated_at
-     from projects where ${kind === 'secret' ? 'secret_key_hash' : 'public_key_hash'} = ?`,
-    [hashKey(key)],
+    `with p as (
+       select id, name, secret_key_hash, public_key_hash, secret_key_preview, public_key_preview, disabled, created_at, updated_at
+       from projects where ${kind === 'secret' ? 'secret_key_hash' : 'public_key_hash'} = ?
+     ), hit as (${countHitSql('p.id', 'from p where ?::boolean and (?::text is null or p.id = ?) and not (p.disabled and ?::boolean)')})
+     select p.*, hit.count, hit.reset from p left join hit on true`,
+    [hashKey(key), !!count, count?.projectId ?? null, count?.projectId ?? null, count?.writes ?? false],
   );
   if (!row) return null;
   const project: Project = {
@@ -92,5 +104,5 @@ export async function findProjectByKey(
     createdAt: new Date(row.created_at),
     updatedAt: new Date(row.updated_at),
   };
-  return { project, kind };
+  return { project, kind, ...(row.count !== null ? { rateLimit: rateLimitState({ count: row.count, reset: row.reset! }) } : {}) };
 }

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 
 /**
@@ -18,17 +19,17 @@ export async function query<T = Record<string, unknown>>(
   params: readonly unknown[] = [],
 ): Promise<T[]> {
   const lean = leanTransactions.get(em);
-  if (lean) return (await lean.query<T>(positional(sql, params), params as unknown[])).rows;
+  if (lean) return (await lean.query<T>(statement(sql, params))).rows;
   const trx = em.getTransactionContext();
   if (trx) {
     const raw = em.getKnex().raw(sql, params as Parameters<ReturnType<EntityManager['getKnex']>['raw']>[1]);
     return ((await raw.transacting(trx)) as { rows: T[] }).rows;
   }
   const pool = poolOf(em);
-  const text = positional(sql, params);
+  const config = statement(sql, params);
   const connection = await pool.acquireConnection();
   try {
-    return (await connection.query<T>(text, params as unknown[])).rows;
+    return (await connection.query<T>(config)).rows;
   } finally {
     await pool.releaseConnection(connection);
   }
@@ -99,7 +100,7 @@ export function inTransaction(em: EntityManager): boolean {
 }
 
 interface PgConnection {
-  query<T>(text: string, values?: unknown[]): Promise<{ rows: T[] }>;
+  query<T>(config: string | StatementConfig): Promise<{ rows: T[] }>;
   /** knex's mark for a connection its pool must discard. */
   __knex__disposed?: unknown;
 }
@@ -123,10 +124,36 @@ const ORM_CALLS_REFUSED = new Proxy(
   },
 );
 
-/** `?` → `$1…` as knex does it (`\\?` stays a literal `?`); cached, as the same statements come back all the time. */
-const converted = new Map<string, { text: string; count: number }>();
+interface StatementConfig {
+  text: string;
+  values: unknown[];
+  /** A named statement: each connection parses it once, and PostgreSQL may keep a generic plan. */
+  name?: string;
+}
 
-function positional(sql: string, params: readonly unknown[]): string {
+/**
+ * Statements that come back are prepared (named): parsing and planning were half of
+ * PostgreSQL's CPU per statement on /v1/send (docs/performance.md). A text is named once seen
+ * PREPARE_AFTER times, so one-off texts (a segment's compiled condition) are not, and at most
+ * MAX_PREPARED texts are, since every connection keeps what it prepared. A migration that
+ * changes the columns of a `select *` makes a connection's prepared statement fail once it is
+ * re-planned ("cached plan must not change result type"); restart processes after migrating.
+ */
+const PREPARE_AFTER = 3;
+const MAX_PREPARED = 400;
+
+interface Converted {
+  text: string;
+  count: number;
+  seen: number;
+  name?: string;
+}
+
+/** `?` → `$1…` as knex does it (`\\?` stays a literal `?`); cached, as the same statements come back all the time. */
+const converted = new Map<string, Converted>();
+let prepared = 0;
+
+function statement(sql: string, params: readonly unknown[]): StatementConfig {
   let found = converted.get(sql);
   if (!found) {
     let count = 0;
@@ -135,13 +162,18 @@ function positional(sql: string, params: readonly unknown[]): string {
       if (match === '??') throw new Error('db/sql.ts: `??` (a knex identifier binding) is not supported');
       return `$${++count}`;
     });
-    found = { text, count };
-    if (converted.size >= 2_000) converted.clear();
+    found = { text, count, seen: 0 };
+    // Named texts stay: a connection that prepared one must get the same name for the same text.
+    if (converted.size >= 4_000) for (const [k, v] of converted) if (!v.name) converted.delete(k);
     converted.set(sql, found);
   }
   if (found.count !== params.length) throw new Error(`Expected ${found.count} bindings, saw ${params.length}`);
   for (let i = 0; i < params.length; i++) {
     if (params[i] === undefined) throw new Error(`Undefined binding at position ${i + 1} in: ${sql}`);
   }
-  return found.text;
+  if (!found.name && ++found.seen >= PREPARE_AFTER && prepared < MAX_PREPARED) {
+    found.name = `tidings_${createHash('sha1').update(found.text).digest('hex').slice(0, 20)}`;
+    prepared++;
+  }
+  return { text: found.text, values: params as unknown[], ...(found.name ? { name: found.name } : {}) };
 }

@@ -69,8 +69,15 @@ export function authenticate(sessionSecret: string) {
 async function byKey(scope: RequestScope, header: string, route: GuardedRoute, req: Request): Promise<AuthContext> {
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
   if (!match) throw invalid('The Authorization header must be "Bearer <key>"');
-  const found = await findProjectByKey(scope.em, match[1]!);
+  // Counted in the rate limit in the same statement, unless this route refuses the key whatever its project.
+  const admitted = (match[1]!.startsWith('sk_') || route.auth === 'publicOrSecret') && route.role !== 'OWNER';
+  const found = await findProjectByKey(
+    scope.em,
+    match[1]!,
+    admitted ? { projectId: route.projectParam ? String(req.params[route.projectParam]) : undefined, writes: route.method !== 'get' } : undefined,
+  );
   if (!found) throw invalid();
+  scope.rateLimit = found.rateLimit;
   if (found.kind === 'public' && route.auth !== 'publicOrSecret') {
     throw invalid('A public key (pk_…) can only be used on POST /v1/track; use the secret key (sk_…)');
   }

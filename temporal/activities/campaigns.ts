@@ -26,7 +26,7 @@ import { suppressedAmong } from '../../db/suppressions';
 import { AppError } from '../../errors';
 import { composeMessage, type StoredEmail } from '../../mail/compose';
 import { dkimKeyObject } from '../../mail/dkim';
-import { type Mailer, SmtpError } from '../../mail/transport';
+import { type Mailer, relayUnreachable, SmtpError } from '../../mail/transport';
 import { SentMarks } from './sent-marks';
 
 export interface CampaignBatchInput {
@@ -187,7 +187,7 @@ export function createCampaignActivities({ orm, mailer, config }: { orm: Orm; ma
       if (await cancelCampaignIfProjectDisabled(em, input.campaignId)) return stoppedAt(input.after);
 
       return withSendLock(orm, input.campaignId, async () => {
-        const plan = await planEmails(
+        const planned = await planEmails(
           em,
           {
             projectId: campaign.projectId,
@@ -210,6 +210,8 @@ export function createCampaignActivities({ orm, mailer, config }: { orm: Orm; ma
           if (err instanceof AppError && err.status < 500) throw ApplicationFailure.nonRetryable(err.message, err.code);
           throw err;
         });
+        // The batch writes page after page for minutes: a cap set meanwhile applies to the next page.
+        const plan = { ...planned, checkCap: true };
         const keys = await loadDomainKeys(em, plan.domainId);
         const dkim = keys && { domainName: keys.domain, keySelector: keys.selector, privateKey: dkimKeyObject(keys.privateKeyPem) };
         let skipped = 0;
@@ -321,9 +323,10 @@ export function createCampaignActivities({ orm, mailer, config }: { orm: Orm; ma
               if (err instanceof SmtpError && err.permanent) {
                 failures.push({ emailId: item.email.id, contactId: item.contactId, error: err.message });
                 completed[i] = true;
-              } else if (err instanceof SmtpError && err.responseCode !== undefined) {
-                // One recipient refused for now (a 4xx, e.g. greylisting): that email goes on through
-                // the delivery engine and its retry workflow; the rest of the campaign does not wait.
+              } else if (err instanceof SmtpError && !relayUnreachable(err)) {
+                // One recipient refused for now (a 4xx, e.g. greylisting) or one message the session
+                // dropped: that email goes on through the delivery engine and its retry workflow; the
+                // rest of the campaign does not wait.
                 deferred.push({ emailId: item.email.id, error: err.message });
                 completed[i] = true;
               } else {
