@@ -19,17 +19,20 @@ export async function query<T = Record<string, unknown>>(
   params: readonly unknown[] = [],
 ): Promise<T[]> {
   const lean = leanTransactions.get(em);
-  if (lean) return (await lean.query<T>(statement(sql, params))).rows;
+  if (lean) return (await run<T>(lean, sql, params)).rows;
   const trx = em.getTransactionContext();
   if (trx) {
     const raw = em.getKnex().raw(sql, params as Parameters<ReturnType<EntityManager['getKnex']>['raw']>[1]);
     return ((await raw.transacting(trx)) as { rows: T[] }).rows;
   }
   const pool = poolOf(em);
-  const config = statement(sql, params);
   const connection = await pool.acquireConnection();
   try {
-    return (await connection.query<T>(config)).rows;
+    return (await run<T>(connection, sql, params).catch((err: unknown) => {
+      // Outside a transaction the statement can simply go again, under its new name.
+      if (isStalePlan(err)) return run<T>(connection, sql, params);
+      throw err;
+    })).rows;
   } finally {
     await pool.releaseConnection(connection);
   }
@@ -124,6 +127,26 @@ const ORM_CALLS_REFUSED = new Proxy(
   },
 );
 
+/**
+ * SQLSTATE 0A000 "cached plan must not change result type": a migration changed the columns a
+ * prepared `select *` / `returning *` returns. The text is prepared again under a new name (on
+ * every connection, as each one meets it), so only the statement that met it fails, and not even
+ * that one outside a transaction.
+ */
+const isStalePlan = (err: unknown) => (err as { code?: unknown }).code === '0A000' && /cached plan/.test(String((err as Error).message));
+
+async function run<T>(connection: PgConnection, sql: string, params: readonly unknown[]): Promise<{ rows: T[] }> {
+  const { config, entry } = statement(sql, params);
+  try {
+    return await connection.query<T>(config);
+  } catch (err) {
+    if (config.name && isStalePlan(err) && entry.name === config.name) entry.name = `${config.name.replace(/_g\d+$/, '')}_g${++generations}`;
+    throw err;
+  }
+}
+
+let generations = 0;
+
 interface StatementConfig {
   text: string;
   values: unknown[];
@@ -136,8 +159,7 @@ interface StatementConfig {
  * PostgreSQL's CPU per statement on /v1/send (docs/performance.md). A text is named once seen
  * PREPARE_AFTER times, so one-off texts (a segment's compiled condition) are not, and at most
  * MAX_PREPARED texts are, since every connection keeps what it prepared. A migration that
- * changes the columns of a `select *` makes a connection's prepared statement fail once it is
- * re-planned ("cached plan must not change result type"); restart processes after migrating.
+ * changes the columns of a `select *` is handled by isStalePlan below.
  */
 const PREPARE_AFTER = 3;
 const MAX_PREPARED = 400;
@@ -153,7 +175,7 @@ interface Converted {
 const converted = new Map<string, Converted>();
 let prepared = 0;
 
-function statement(sql: string, params: readonly unknown[]): StatementConfig {
+function statement(sql: string, params: readonly unknown[]): { config: StatementConfig; entry: Converted } {
   let found = converted.get(sql);
   if (!found) {
     let count = 0;
@@ -175,5 +197,5 @@ function statement(sql: string, params: readonly unknown[]): StatementConfig {
     found.name = `tidings_${createHash('sha1').update(found.text).digest('hex').slice(0, 20)}`;
     prepared++;
   }
-  return { text: found.text, values: params as unknown[], ...(found.name ? { name: found.name } : {}) };
+  return { config: { text: found.text, values: params as unknown[], ...(found.name ? { name: found.name } : {}) }, entry: found };
 }
