@@ -16,15 +16,21 @@
  *    signedUpAt (full ISO)}; created_at spread over two years; the field types registered as the
  *    API would have (contact_fields);
  *  - events: one `signup` per contact at its created_at, plus N/2 `purchase` events;
- *  - VACUUM ANALYZE, so the planner and index-only scans see what a settled database has.
+ *  - the events write their names into contacts.event_ids (trigger); VACUUM FULL contacts then
+ *    (the load rewrote every contact in one statement), VACUUM ANALYZE, so the planner and
+ *    index-only scans see what a settled database has.
+ *
+ * Then the write-path cost of that trigger: single-row event inserts with it on and off, same run.
  *
  * Conditions timed: data.plan equals 'pro' AND subscribed; data.age greaterThan 30; event.signup
  * triggeredWithin 7 days; and, for reference, the campaign audience "subscribed", createdAt within
  * 7 days, a data date field (data.signedUpAt within 30 days, the full-ISO rule), and an event filter
- * under OR (a per-contact probe rather than a join). Each is run
+ * under OR (a test of contacts.event_ids, the names a contact has triggered, rather than a lookup in
+ * events per contact). Each is run
  * first without the indexes migration 030000 adds (dropped), then with them (created again), a
  * warm-up run then `--runs` timed runs (median and min printed), each with its plan's outline.
  */
+import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { Client } from 'pg';
@@ -118,7 +124,56 @@ async function generate(pg: Client, projectId: string, otherId: string, n: numbe
       [projectId, n, Math.floor(n / 2)],
     ),
   );
+  // Each event above added its name to its contact (the events_note_name trigger), i.e. every
+  // contact was written once more in one statement, which leaves half the table dead. A settled
+  // table has that space reused by later writes; VACUUM FULL stands for that.
+  const size = async () => (await pg.query<{ s: string }>(`select pg_size_pretty(pg_relation_size('contacts')) as s`)).rows[0]!.s;
+  const loaded = await size();
+  await timed('vacuum full contacts', () => pg.query('vacuum full contacts'));
+  log(`contacts heap ${loaded} after the load, ${await size()} after vacuum full`);
   await timed('vacuum analyze', () => pg.query('vacuum analyze contacts, events, contact_fields'));
+}
+
+/**
+ * What the event-name summary costs a write: single-row event inserts, each its own transaction
+ * (as /v1/track writes them), with the trigger on and off in alternating blocks in the same run.
+ * Timed inside the server (a procedure that inserts and commits row by row), so the client's round
+ * trips, which vary more than the trigger costs on a shared machine, stay out. "known" events have a
+ * name their contact already has (lookups, no write); "new" ones a name the contact lacks (the
+ * contact row is written too).
+ */
+async function eventInsertCost(pg: Client, projectId: string, n: number): Promise<string> {
+  const block = 1000;
+  await pg.query(`
+    create procedure pg_temp.insert_events(project text, name text, first bigint, count int, contacts bigint) language plpgsql as $$
+    begin
+      for i in 0..count - 1 loop
+        insert into events (id, project_id, contact_id, name)
+        values ('evt_w' || name || lpad(to_hex(first + i), 20, '0'), project, 'cnt_a' || lpad(to_hex(1 + ((first + i) * 7919) % contacts), 28, '0'), name);
+        commit;
+      end loop;
+    end $$`);
+  const micros = { on: { known: [] as number[], new: [] as number[] }, off: { known: [] as number[], new: [] as number[] } };
+  let first = 0;
+  // The WAL flush at each commit (a quarter of a millisecond or more here) would drown the difference.
+  await pg.query('set synchronous_commit = off');
+  for (let round = 0; round < 6; round++) {
+    for (const state of round % 2 === 0 ? (['off', 'on'] as const) : (['on', 'off'] as const)) {
+      await pg.query(`alter table events ${state === 'on' ? 'enable' : 'disable'} trigger events_note_name`);
+      for (const kind of ['known', 'new'] as const) {
+        const t0 = performance.now();
+        await pg.query('call pg_temp.insert_events($1, $2, $3, $4, $5)', [projectId, kind === 'known' ? 'signup' : 'bench.write', first, block, n]);
+        micros[state][kind].push(((performance.now() - t0) * 1000) / block);
+        first += block;
+      }
+    }
+  }
+  await pg.query('alter table events enable trigger events_note_name');
+  await pg.query('reset synchronous_commit');
+  const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!.toFixed(0);
+  return `Event insert (one row, its own transaction, synchronous_commit off, timed in the server; median of ${micros.on.known.length} blocks of ${block}): a name the contact has ${med(
+    micros.off.known,
+  )} µs without the trigger, ${med(micros.on.known)} µs with it; a name new to the contact ${med(micros.off.new)} µs without, ${med(micros.on.new)} µs with`;
 }
 
 /** The plan's outline: node types with the index or relation each reads, deepest last. */
@@ -141,6 +196,8 @@ interface Figure {
   minMs: number;
   plan: string;
   explainMs: number;
+  /** EXPLAIN ANALYZE of the statement as compiled without contacts.event_ids (event conditions only). */
+  formerMs?: number;
 }
 
 async function measure(orm: Orm, pg: Client, projectId: string, segmentIds: string[], runs: number): Promise<Figure[]> {
@@ -166,12 +223,22 @@ async function measure(orm: Orm, pg: Client, projectId: string, segmentIds: stri
       [projectId, ...compiled.params],
     );
     const root = explained.rows[0]!['QUERY PLAN'][0];
+    // Event filters as compiled before contacts.event_ids (a lookup in events per contact), for comparison.
+    let formerMs: number | undefined;
+    if (ctx.eventIds && ctx.eventIds.size > 0) {
+      const former = compileCondition(condition, { ...ctx, eventIds: undefined });
+      let m = 1;
+      const formerText = `select count(*)::int from contacts c where c.project_id = $${m++} and (${former.sql.replace(/\\\?|\?/g, (x) => (x === '\\?' ? '?' : `$${m++}`))})`;
+      const formerPlan = await pg.query<{ 'QUERY PLAN': [{ 'Execution Time': number }] }>(`explain (analyze, format json) ${formerText}`, [projectId, ...former.params]);
+      formerMs = formerPlan.rows[0]!['QUERY PLAN'][0]['Execution Time'];
+    }
     out.push({
       members,
       medianMs: times[Math.floor(times.length / 2)]!,
       minMs: times[0]!,
       plan: outline(root.Plan),
       explainMs: root['Execution Time'],
+      formerMs,
     });
     log(`${CONDITIONS[i]!.label}: ${members.toLocaleString('en')} members, median ${times[Math.floor(times.length / 2)]!.toFixed(0)} ms`);
   }
@@ -209,6 +276,7 @@ async function main(): Promise<void> {
     checkpoint();
     const segmentIds: string[] = [];
     for (const c of CONDITIONS) segmentIds.push((await createSegment(orm.em.fork(), project.id, { name: c.label, type: 'DYNAMIC', condition: c.condition })).id);
+    const loadAtStart = os.loadavg().map((l) => l.toFixed(2)).join(' / ');
     log('timing without the segment indexes');
     const before = await measure(orm, pg, project.id, segmentIds, opts.runs);
     checkpoint();
@@ -228,6 +296,8 @@ async function main(): Promise<void> {
               pg_size_pretty(pg_relation_size('contacts_data_gin')) as data_gin`,
     );
     const events = await pg.query<{ n: string }>('select count(*) as n from events');
+    log('timing event inserts with and without the event-name trigger');
+    const writeCost = await eventInsertCost(pg, project.id, opts.contacts);
     const lines = [
       '',
       `Segment member counts over ${opts.contacts.toLocaleString('en')} contacts of one project (+${Math.floor(opts.contacts / 20).toLocaleString('en')} in another), ${Number(events.rows[0]!.n).toLocaleString('en')} events`,
@@ -242,8 +312,12 @@ async function main(): Promise<void> {
       '',
       'Plans without the segment indexes:',
       ...CONDITIONS.map((c, i) => `  ${c.label}: ${before[i]!.plan} (EXPLAIN ANALYZE ${before[i]!.explainMs.toFixed(0)} ms)`),
+      'Event conditions compiled as before contacts.event_ids (a lookup in events per contact), EXPLAIN ANALYZE with the segment indexes:',
+      ...CONDITIONS.flatMap((c, i) => (after[i]!.formerMs === undefined ? [] : [`  ${c.label}: ${after[i]!.formerMs!.toFixed(0)} ms`])),
       `Index builds: ${indexTimes.join(', ')}`,
+      writeCost,
       environmentLine(db.serverVersion),
+      `Load average (1/5/15 min) at the start of the timings ${loadAtStart}, at the end ${os.loadavg().map((l) => l.toFixed(2)).join(' / ')}`,
       '',
     ];
     process.stdout.write(lines.join('\n'));

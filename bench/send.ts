@@ -3,7 +3,7 @@
  * from the API to the SMTP relay, DKIM-signed, against a raw nodemailer pool to the same relay
  * measured in the same run.
  *
- *   npx tsx bench/send.ts [--n 2000] [--concurrency 16] [--recipients-per-request 1] [--raw 2000] [--one-at-a-time 50]
+ *   npx tsx bench/send.ts [--n 2000] [--concurrency 16] [--recipients-per-request 1] [--raw 2000] [--one-at-a-time 50] [--service in-process|process]
  *
  * It sets everything up on loopback itself (bench/harness.ts startStack + verifiedDomain) and
  * tears it down again:
@@ -29,8 +29,12 @@
  * Every email id the API answered must reach the sink exactly once (by Message-ID, whose local part
  * is the email id), signed for the domain, and end SENT in the emails table.
  *
- * The load generator, API, worker and sink share one Node process, and all of it shares the
- * machine with PostgreSQL and Temporal.
+ * With `--service in-process` (the default) the load generator, API, worker and sink share one
+ * Node process; with `--service process` the service runs as `npm start` runs it (`tidings start`,
+ * API + worker in one process of its own) and this process keeps the load generator and the sink,
+ * so CPU per email is the service's alone. Either way all of it shares the machine with
+ * PostgreSQL and Temporal. BENCH_SERVICE_NODE_ARGS="--cpu-prof --cpu-prof-dir=DIR" profiles the
+ * service process.
  */
 import os from 'node:os';
 import { parseArgs } from 'node:util';

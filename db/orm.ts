@@ -17,6 +17,7 @@ import { Migration20261126030000_revoked_sessions } from './migrations/Migration
 import { Migration20261126050000_email_attempts } from './migrations/Migration20261126050000_email_attempts';
 import { Migration20261126120000_delivery_outbox } from './migrations/Migration20261126120000_delivery_outbox';
 import { Migration20261126170000_rate_limit_unlogged } from './migrations/Migration20261126170000_rate_limit_unlogged';
+import { Migration20261127000000_contact_event_ids } from './migrations/Migration20261127000000_contact_event_ids';
 
 export type Orm = MikroORM;
 
@@ -38,6 +39,7 @@ const migrationsList = [
   { name: 'Migration20261126050000_email_attempts', class: Migration20261126050000_email_attempts },
   { name: 'Migration20261126120000_delivery_outbox', class: Migration20261126120000_delivery_outbox },
   { name: 'Migration20261126170000_rate_limit_unlogged', class: Migration20261126170000_rate_limit_unlogged },
+  { name: 'Migration20261127000000_contact_event_ids', class: Migration20261127000000_contact_event_ids },
 ];
 
 export function ormOptions(databaseUrl: string, overrides: Partial<Options> = {}): Options {

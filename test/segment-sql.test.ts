@@ -1,7 +1,9 @@
 import { type ConditionConfig, evaluateCondition, parseFullIsoDateTime } from '../db/conditions';
 import type { FieldType } from '../db/entities/contact-field';
+import { deleteEventsByName } from '../db/events';
 import { removeFieldBatch, unregisterField } from '../db/fields';
 import { newId } from '../db/ids';
+import { resetProject } from '../db/project-reset';
 import type { ProjectWithKeys } from '../db/projects';
 import {
   type CompileContext,
@@ -403,6 +405,41 @@ describe('type-aware comparison and the ISO date rule (spot checks)', () => {
     expect(await matching({ field: 'data.code', operator: 'equals', value: '007' })).toEqual(['ann@example.org']);
   });
 
+  test('a number field whose key needs quoting in a JSON path orders like the evaluator says', async () => {
+    const p = await env.project('quoted keys');
+    const keys = ['we"ird', 'back\\slash', '$n', 'sp ace', 'ünï'];
+    const values: unknown[] = [5, '7', ' 8 ', [9], true, 'n/a', { v: 9 }, null, 12.5, -1];
+    const people = values.map((v, i) => ({ email: `q${i}@example.org`, data: Object.fromEntries(keys.map((k) => [k, v])) }));
+    for (const person of people) {
+      await query(em(), 'insert into contacts (id, project_id, email, subscribed, data) values (?, ?, ?, true, ?::jsonb)', [newId('cnt'), p.id, person.email, JSON.stringify(person.data)]);
+    }
+    await query(em(), `insert into contact_fields (project_id, key, type) select ?, k, 'number' from unnest(?::text[]) as k`, [p.id, keys]);
+    for (const key of keys) {
+      for (const operator of ['greaterThan', 'lessThan', 'greaterThanOrEqual', 'lessThanOrEqual'] as const) {
+        for (const value of [7, '7', 0, 12.5, -1]) {
+          const filter: SegmentFilter = { field: `data.${key}`, operator, value };
+          const ctx = await loadCompileContext(em(), p.id, [filter], NOW);
+          const compiled = compileCondition(filter, ctx);
+          const rows = await query<{ email: string }>(em(), `select c.email from contacts c where c.project_id = ? and (${compiled.sql}) order by c.email`, [p.id, ...compiled.params]);
+          const expected = people
+            .filter((person) =>
+              evaluateCondition({
+                contact: { email: person.email, subscribed: true, data: person.data as Record<string, never> },
+                context: {},
+                condition: filter as ConditionConfig,
+                now: NOW,
+                fieldType: 'number',
+                eventTimes: [],
+              }),
+            )
+            .map((person) => person.email)
+            .sort();
+          expect({ filter, emails: rows.map((r) => r.email) }).toEqual({ filter, emails: expected });
+        }
+      }
+    }
+  });
+
   test('dates compare as instants: date-typed fields accept YYYY-MM-DD, other fields need full ISO on both sides', async () => {
     expect(await matching({ field: 'data.renewsOn', operator: 'greaterThan', value: '2025-06-30T23:59:59Z' })).toEqual(['ann@example.org', 'dee@example.org']);
     expect(await matching({ field: 'data.renewsOn', operator: 'equals', value: '2025-07-01T00:00:00+00:00' })).toEqual(['ann@example.org', 'dee@example.org']);
@@ -604,5 +641,130 @@ describe('email engagement and segment membership', () => {
     expect(await matching({ field: 'data.plan', operator: 'triggered' })).toEqual([]);
     expect(await matching({ field: 'email.read', operator: 'triggered' })).toEqual([]);
     expect(await matching({ field: 'name', operator: 'exists' })).toEqual([]);
+  });
+});
+
+describe('contacts.event_ids: the event names a contact has triggered, kept in step with events', () => {
+  const noRunner = { cancelJourney: async () => undefined, cancelCampaign: async () => undefined };
+
+  /** Per contact of the project, the names its events have (truth) and the names event_ids says (summary). */
+  async function truthAndSummary(projectId: string) {
+    const truth = await query<{ id: string; names: string[] }>(
+      em(),
+      `select c.id, coalesce(array(select distinct e.name from events e where e.contact_id = c.id and e.project_id = c.project_id and e.name not like 'segment.%' order by 1), '{}') as names
+       from contacts c where c.project_id = ? order by c.id`,
+      [projectId],
+    );
+    const summary = await query<{ id: string; names: string[] }>(
+      em(),
+      `select c.id, coalesce(array(select r.name from event_name_ids r where r.project_id = c.project_id and r.id = any(c.event_ids) order by 1), '{}') as names
+       from contacts c where c.project_id = ? order by c.id`,
+      [projectId],
+    );
+    return { truth, summary };
+  }
+
+  async function expectInStep(projectId: string) {
+    const { truth, summary } = await truthAndSummary(projectId);
+    expect(summary).toEqual(truth);
+  }
+
+  async function membersOf(projectId: string, condition: SegmentCondition): Promise<string[]> {
+    const ctx = await loadCompileContext(em(), projectId, [condition], NOW);
+    const compiled = compileCondition(condition, ctx);
+    // The summary is what answers, not a lookup in events (which would hide a summary out of step).
+    expect(compiled.sql).not.toContain('from events');
+    const rows = await query<{ email: string }>(em(), `select c.email from contacts c where c.project_id = ? and (${compiled.sql}) order by c.email`, [
+      projectId,
+      ...compiled.params,
+    ]);
+    return rows.map((r) => r.email);
+  }
+
+  test('bulk and single inserts, deletes of some events, of a whole name, of a contact, and a project reset', async () => {
+    const p = await env.project('event ids');
+    const contact = async (email: string) => {
+      const id = newId('cnt');
+      await query(em(), 'insert into contacts (id, project_id, email, subscribed) values (?, ?, ?, true)', [id, p.id, email]);
+      return id;
+    };
+    const a = await contact('a@example.org');
+    const b = await contact('b@example.org');
+    const c = await contact('c@example.org');
+    const insert = (rows: [string | null, string][]) =>
+      query(
+        em(),
+        'insert into events (id, project_id, contact_id, name) select x.id, ?, x.contact_id, x.name from unnest(?::text[], ?::text[], ?::text[]) as x(id, contact_id, name)',
+        [p.id, rows.map(() => newId('evt')), rows.map((r) => r[0]), rows.map((r) => r[1])],
+      );
+    // One statement: several names per contact, repeats, an event without a contact.
+    await insert([
+      [a, 'purchase'],
+      [a, 'purchase'],
+      [a, 'viewed'],
+      [b, 'viewed'],
+      [null, 'purchase'],
+    ]);
+    await insert([[b, 'purchase']]);
+    await insert([[b, 'purchase']]); // a name b already has: no change
+    await expectInStep(p.id);
+    const triggered = (name: string) => membersOf(p.id, { field: `event.${name}`, operator: 'triggered' });
+    const either: SegmentCondition = {
+      logic: 'OR',
+      groups: [{ filters: [{ field: 'event.viewed', operator: 'triggered' }] }, { filters: [{ field: 'email', operator: 'equals', value: 'c@example.org' }] }],
+    };
+    expect(await triggered('purchase')).toEqual(['a@example.org', 'b@example.org']);
+    expect(await membersOf(p.id, { field: 'event.purchase', operator: 'notTriggered' })).toEqual(['c@example.org']);
+    expect(await membersOf(p.id, either)).toEqual(['a@example.org', 'b@example.org', 'c@example.org']);
+    expect(await triggered('never')).toEqual([]);
+    // A tracked segment's entry / exit events are not numbered (one pair of names per segment): looked up in events.
+    await insert([[b, 'segment.vip.entry']]);
+    expect(await query(em(), `select 1 from event_name_ids where project_id = ? and name like 'segment.%'`, [p.id])).toEqual([]);
+    const entered: SegmentCondition = { field: 'event.segment.vip.entry', operator: 'triggered' };
+    const enteredSql = compileCondition(entered, await loadCompileContext(em(), p.id, [entered], NOW));
+    expect(enteredSql.sql).toContain('from events');
+    const enteredRows = await query<{ email: string }>(em(), `select c.email from contacts c where c.project_id = ? and (${enteredSql.sql})`, [
+      p.id,
+      ...enteredSql.params,
+    ]);
+    expect(enteredRows.map((r) => r.email)).toEqual(['b@example.org']);
+    expect(await membersOf(p.id, { field: 'event.never', operator: 'notTriggered' })).toEqual(['a@example.org', 'b@example.org', 'c@example.org']);
+
+    // One of a's two purchases goes: a still has one. Then b's only purchase: b has none, a keeps it.
+    const [aPurchase] = await query<{ id: string }>(em(), `select id from events where contact_id = ? and name = 'purchase' limit 1`, [a]);
+    await query(em(), 'delete from events where id = ?', [aPurchase!.id]);
+    await query(em(), `delete from events where contact_id = ? and name = 'purchase'`, [b]);
+    await expectInStep(p.id);
+    expect(await triggered('purchase')).toEqual(['a@example.org']);
+
+    // Every event of a name (db/events.ts): the name's number is retired; the name comes back with a new one.
+    const [before] = await query<{ id: number }>(em(), `select id from event_name_ids where project_id = ? and name = 'viewed'`, [p.id]);
+    expect(await deleteEventsByName(em(), p.id, 'viewed')).toBe(2);
+    expect(await query(em(), `select 1 from event_name_ids where project_id = ? and name = 'viewed'`, [p.id])).toEqual([]);
+    expect(await triggered('viewed')).toEqual([]);
+    expect(await membersOf(p.id, either)).toEqual(['c@example.org']);
+    await insert([[c, 'viewed']]);
+    const [after] = await query<{ id: number }>(em(), `select id from event_name_ids where project_id = ? and name = 'viewed'`, [p.id]);
+    expect(after!.id).not.toBe(before!.id);
+    expect(await triggered('viewed')).toEqual(['c@example.org']);
+    await expectInStep(p.id);
+
+    // A contact deleted takes its events along; the others keep theirs.
+    await query(em(), 'delete from contacts where id = ?', [a]);
+    await insert([[b, 'purchase']]);
+    expect(await triggered('purchase')).toEqual(['b@example.org']);
+    await expectInStep(p.id);
+
+    // A reset empties the project's names; events tracked afterwards count again.
+    await resetProject(em(), p.id, 'event ids', noRunner);
+    expect(await query(em(), 'select 1 from event_name_ids where project_id = ?', [p.id])).toEqual([]);
+    const d = await contact('d@example.org');
+    await insert([[d, 'purchase']]);
+    expect(await triggered('purchase')).toEqual(['d@example.org']);
+    await expectInStep(p.id);
+  });
+
+  test('the differential fixtures: event_ids says what their events say', async () => {
+    await expectInStep(project.id);
   });
 });
