@@ -176,7 +176,8 @@ export async function startStack(opts: {
   teardown.add(() => sink.close());
 
   const port = await freePort();
-  const config = loadConfig({
+  // The service's settings, whether it runs in this process or as its own.
+  const serviceEnv: Record<string, string> = {
     NODE_ENV: 'production',
     PORT: String(port),
     PUBLIC_URL: `http://127.0.0.1:${port}`,
@@ -187,7 +188,8 @@ export async function startStack(opts: {
     RATE_LIMIT_PER_MINUTE: String(BENCH_RATE_LIMIT),
     LOG_LEVEL: logLevel,
     ...opts.env,
-  });
+  };
+  const config = loadConfig(serviceEnv);
   const settings = { address: temporal.address, namespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue };
 
   // From here on, the same deps as cli/start.ts running API and worker in one process.
@@ -202,18 +204,7 @@ export async function startStack(opts: {
   let servicePid: number | undefined;
   if (opts.service === 'process') {
     if (opts.workerOptions) throw new Error('workerOptions apply to the in-process worker only');
-    servicePid = await serviceProcess(teardown, {
-      NODE_ENV: 'production',
-      PORT: String(port),
-      PUBLIC_URL: config.publicUrl,
-      DATABASE_URL: db.url,
-      TEMPORAL_ADDRESS: temporal.address,
-      SMTP_URL: sink.url,
-      DNS_SERVERS: dnsServer.address,
-      RATE_LIMIT_PER_MINUTE: String(BENCH_RATE_LIMIT),
-      LOG_LEVEL: logLevel,
-      ...opts.env,
-    });
+    servicePid = await serviceProcess(teardown, serviceEnv);
     log(`service (tidings start: API + worker) as process ${servicePid} on 127.0.0.1:${port}, sink at ${sink.url}`);
   } else {
     const mailer = mailerFromConfig(config, log);
