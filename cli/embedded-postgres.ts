@@ -82,20 +82,21 @@ export async function startEmbeddedPostgres(opts: {
     opts.log(`Starting embedded PostgreSQL on 127.0.0.1:${opts.port}`);
     await pg.start();
   } catch (err) {
-    await pg.stop().catch(() => undefined);
+    // Not when postgres has exited already (a Ctrl-C to the process group during start-up reaches
+    // it too): the package's stop() then waits for an 'exit' event that never comes.
+    if (running(pg)) await pg.stop().catch(() => undefined);
     const reason = err instanceof Error ? err.message : 'postgres exited during startup';
     throw new StartupError(`Embedded PostgreSQL failed to start: ${reason}\nLast output:\n${tail.join('\n') || '(none)'}`);
   }
 
   // Fallback for a parent that exits without stop(): SIGINT = fast shutdown, which postgres finishes on its own.
-  const child = (pg as unknown as { process?: ChildProcess }).process;
-  const killOnExit = () => child?.kill('SIGINT');
+  const killOnExit = () => childOf(pg)?.kill('SIGINT');
   process.on('exit', killOnExit);
   const stop = async () => {
     process.off('exit', killOnExit);
     // The package's stop() waits for an 'exit' event that never comes if postgres already died
     // (e.g. a terminal Ctrl-C reaches it directly, as it shares our process group).
-    if (child && child.exitCode === null && child.signalCode === null) await pg.stop();
+    if (running(pg)) await pg.stop();
   };
   try {
     await ensureDatabase(pg, database);
@@ -104,6 +105,13 @@ export async function startEmbeddedPostgres(opts: {
     throw err;
   }
   return { url, stop };
+}
+
+const childOf = (pg: EmbeddedPostgres) => (pg as unknown as { process?: ChildProcess }).process;
+
+function running(pg: EmbeddedPostgres): boolean {
+  const child = childOf(pg);
+  return !!child && child.exitCode === null && child.signalCode === null;
 }
 
 function isRoot(): boolean {
