@@ -14,7 +14,7 @@ const boolFlag = z
 
 /**
  * Every setting the service reads from the environment. Unset optional values mean
- * "use the embedded default" (see README, Configuration).
+ * "use the embedded default" (see docs/configuration.md).
  */
 const envSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),

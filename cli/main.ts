@@ -29,7 +29,7 @@ const USAGE = `Usage: tidings <command>
                                    job JSON. Exit 0 completed, 1 failed, 2 still queued/running
                                    after the timeout (default 600 s)
 
-Configuration comes from the environment (see README).`;
+Configuration comes from the environment (see docs/configuration.md).`;
 
 // Progress goes to stderr so stdout stays machine-readable JSON.
 const log = (msg: string) => process.stderr.write(`[tidings] ${msg}\n`);

@@ -66,7 +66,7 @@ async function registerSearchAttributes(address: string, namespace: string, log:
   try {
     await ensureSearchAttributes(connection, namespace);
   } catch (err) {
-    // A managed cluster may not allow this; the operator then registers them (README).
+    // A managed cluster may not allow this; the operator then registers them (docs/production.md).
     log(`Could not register search attributes on ${address}: ${(err as Error).message}`);
   } finally {
     await connection.close();

@@ -7,7 +7,7 @@ import { bearer } from './helpers/env';
 import { type SendingEnv, startSendingEnv } from './helpers/sending';
 
 /**
- * The permission table (README "Members and roles"), one row per action, one column per actor.
+ * The permission table (docs/accounts-and-roles.md), one row per action, one column per actor.
  * Every cell is requested against a fresh project, so destructive rows cannot affect each other.
  */
 

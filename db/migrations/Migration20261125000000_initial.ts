@@ -37,7 +37,7 @@ export class Migration20261125000000_initial extends Migration {
         created_at timestamptz not null default now(),
         primary key (project_id, key)
       );`);
-    // Fixed one-minute windows shared by every API process (see README, Rate limiting).
+    // Fixed one-minute windows shared by every API process (see docs/design.md, Rate limiting).
     this.addSql(`
       create table rate_limit_windows (
         project_id text not null,
