@@ -41,6 +41,8 @@ export interface PlanInput {
   attachmentSetId?: string | null;
   /** The task queue whose delivery engine sends the emails; null: the campaign's batches send them. */
   queue: string | null;
+  /** The plan serves many writes over minutes (a campaign batch): a cap set meanwhile applies to the next one. */
+  longLived?: boolean;
 }
 
 export interface EmailPlan {
@@ -51,8 +53,7 @@ export interface EmailPlan {
   domainId: string;
   /**
    * Whether writeEmails checks the monthly cap: the project capped this source when the plan was
-   * read (with the sender's domain, one round trip). A plan that lives longer than a request (a
-   * campaign batch) sets it to check every write.
+   * read (with the sender's domain, one round trip), or the plan is long-lived.
    */
   checkCap: boolean;
   from: { email: string; name: string | null };
@@ -93,7 +94,7 @@ export async function planEmails(em: EntityManager, input: PlanInput, ctx: { sen
     templateId: input.templateId ?? null,
     campaignId: input.campaignId ?? null,
     domainId,
-    checkCap: facts!.capped,
+    checkCap: facts!.capped || !!input.longLived,
     from: input.from,
     replyTo: input.replyTo,
     content,

@@ -58,7 +58,7 @@ export async function signMessage(raw: Buffer, key: DkimKey): Promise<Buffer> {
 }
 
 /** Header fields and body of a message with CRLF line breaks. */
-export function splitMessage(raw: Buffer): MessageParts {
+function splitMessage(raw: Buffer): MessageParts {
   const end = raw.indexOf('\r\n\r\n');
   const headerEnd = end < 0 ? raw.length : end;
   const headers: HeaderField[] = [];

@@ -187,7 +187,7 @@ export function createCampaignActivities({ orm, mailer, config }: { orm: Orm; ma
       if (await cancelCampaignIfProjectDisabled(em, input.campaignId)) return stoppedAt(input.after);
 
       return withSendLock(orm, input.campaignId, async () => {
-        const planned = await planEmails(
+        const plan = await planEmails(
           em,
           {
             projectId: campaign.projectId,
@@ -201,6 +201,7 @@ export function createCampaignActivities({ orm, mailer, config }: { orm: Orm; ma
             marketing: campaign.marketing,
             // Its batches send the rows, not a delivery engine.
             queue: null,
+            longLived: true,
           },
           { senders: config, links: { publicUrl: config.publicUrl, linkSecret: await secret() } },
         ).catch((err: unknown) => {
@@ -210,8 +211,6 @@ export function createCampaignActivities({ orm, mailer, config }: { orm: Orm; ma
           if (err instanceof AppError && err.status < 500) throw ApplicationFailure.nonRetryable(err.message, err.code);
           throw err;
         });
-        // The batch writes page after page for minutes: a cap set meanwhile applies to the next page.
-        const plan = { ...planned, checkCap: true };
         const keys = await loadDomainKeys(em, plan.domainId);
         const dkim = keys && { domainName: keys.domain, keySelector: keys.selector, privateKey: dkimKeyObject(keys.privateKeyPem) };
         let skipped = 0;

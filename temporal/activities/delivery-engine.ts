@@ -9,8 +9,6 @@ import { PROJECT_DISABLED_ERROR } from '../../db/project-security';
 import { SUPPRESSED_ERROR } from '../../db/suppressions';
 import { composeMessage } from '../../mail/compose';
 import { dkimKeyObject } from '../../mail/dkim';
-// relayUnreachable: 421, or no reply with the session failing (nodemailer's code/command); a
-// message refused without a reply (EMESSAGE, ESTREAM, EENVELOPE) is not an outage.
 import { type Mailer, relayUnreachable, SmtpError } from '../../mail/transport';
 import { SentMarks } from './sent-marks';
 
