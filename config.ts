@@ -120,7 +120,7 @@ export type Config = {
   /** Connections each process may hold to the database: API and worker replicas times this must fit PostgreSQL's max_connections. */
   databasePoolMax: number;
   /**
-   * Campaign emails per second per project (db/send-throttle.ts): a reservation clock in Postgres
+   * Campaign emails per second per project (db/messages/send-throttle.ts): a reservation clock in Postgres
    * shared by every worker; a project's own `send_throttles.rate_per_second` overrides it.
    */
   sendThrottlePerSecond: number;

@@ -2,13 +2,13 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from 'pino';
 import type { PaymentProvider } from '../billing/provider';
 import type { Config } from '../config';
-import type { RateLimitState } from '../db/rate-limit';
-import type { EngineWakeups } from '../db/engine-wakeups';
+import type { RateLimitState } from '../db/projects/rate-limit';
+import type { EngineWakeups } from '../db/messages/engine-wakeups';
 import type { Orm } from '../db/orm';
 import type { Project } from '../db/entities/project';
-import type { Role } from '../db/members';
-import type { KeyKind } from '../db/projects';
-import type { SessionUser } from '../db/users';
+import type { Role } from '../db/accounts/members';
+import type { KeyKind } from '../db/projects/projects';
+import type { SessionUser } from '../db/accounts/users';
 import type { DnsLookup } from '../mail/dns';
 import type { ImageStorage } from '../storage/storage';
 import type { TemporalGateway } from '../temporal/client';
@@ -22,9 +22,9 @@ export interface AppDeps {
   logger: Logger;
   /** The service's one DNS resolver (DNS_SERVERS). */
   dns: DnsLookup;
-  /** Signs unsubscribe / subscribe / manage links (db/secrets.ts). */
+  /** Signs unsubscribe / subscribe / manage links (db/projects/secrets.ts). */
   linkSecret: string;
-  /** Signs session JWTs (db/secrets.ts). */
+  /** Signs session JWTs (db/projects/secrets.ts). */
   sessionSecret: string;
   /** Checkout, portal, invoices and webhooks; undefined when billing is off (no STRIPE_* settings). */
   payments: PaymentProvider | undefined;

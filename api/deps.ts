@@ -1,9 +1,9 @@
 import type { Logger } from 'pino';
 import { createStripeProvider } from '../billing/stripe';
 import type { Config } from '../config';
-import { EngineWakeups } from '../db/engine-wakeups';
+import { EngineWakeups } from '../db/messages/engine-wakeups';
 import type { Orm } from '../db/orm';
-import { linkSigningSecret, sessionSigningSecret } from '../db/secrets';
+import { linkSigningSecret, sessionSigningSecret } from '../db/projects/secrets';
 import type { DnsLookup } from '../mail/dns';
 import { oauthProvidersFromConfig } from '../oauth/from-config';
 import { imageStorageFromConfig } from '../storage/from-config';

@@ -1,8 +1,8 @@
 import express, { type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
 import type { z } from 'zod';
 import type { Project } from '../db/entities/project';
-import type { Role } from '../db/members';
-import type { SessionUser } from '../db/users';
+import type { Role } from '../db/accounts/members';
+import type { SessionUser } from '../db/accounts/users';
 import type { AuthContext, RequestScope } from './context';
 import { publicCors } from './cors';
 import { parseOrThrow } from './validation';

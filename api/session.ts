@@ -3,8 +3,8 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Request, Response } from 'express';
 import { type JWTPayload, SignJWT, errors as joseErrors, jwtVerify } from 'jose';
 import type { Config } from '../config';
-import { isSessionRevoked, revokeSession } from '../db/revoked-sessions';
-import { findSessionUser, type SessionUser } from '../db/users';
+import { isSessionRevoked, revokeSession } from '../db/accounts/revoked-sessions';
+import { findSessionUser, type SessionUser } from '../db/accounts/users';
 
 export const SESSION_COOKIE = 'tidings_session';
 const SESSION_SECONDS = 7 * 24 * 60 * 60;

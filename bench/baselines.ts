@@ -11,10 +11,10 @@
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
-import { loadDomainKeys } from '../db/domains';
-import { compileContent, renderForContact } from '../db/email-content';
+import { loadDomainKeys } from '../db/domains/domains';
+import { compileContent, renderForContact } from '../db/messages/content';
 import type { JsonValue } from '../db/entities/contact';
-import { linkSigningSecret } from '../db/secrets';
+import { linkSigningSecret } from '../db/projects/secrets';
 import { composeMessage } from '../mail/compose';
 import { dkimKeyObject } from '../mail/dkim';
 import { createSmtpMailer } from '../mail/transport';

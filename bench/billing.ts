@@ -1,5 +1,5 @@
 /**
- * The billing cap check against the month's volume: what db/billing.ts allowance() costs a capped
+ * The billing cap check against the month's volume: what db/billing/allowance.ts allowance() costs a capped
  * category (advisory lock + count of the month's emails) and an uncapped one (one lookup).
  *
  *   npx tsx bench/billing.ts [--runs 20]
@@ -22,9 +22,9 @@
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import { allowance, monthContaining, setBillingLimits } from '../db/billing';
+import { allowance, monthContaining, setBillingLimits } from '../db/billing/allowance';
 import { createOrm, migrate, type Orm } from '../db/orm';
-import { createProject } from '../db/projects';
+import { createProject } from '../db/projects/projects';
 import { query } from '../db/sql';
 import { freshDatabase, type Interruption, runBench, type Teardown } from './harness';
 import { environmentLine, log, percentile, positiveInt } from './support';
@@ -120,7 +120,7 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
 
   const lines = [
     '',
-    `Billing cap check (db/billing.ts allowance, lock: true, in a transaction): median of ${opts.runs} runs after a warm-up, capped and uncapped alternating`,
+    `Billing cap check (db/billing/allowance.ts allowance, lock: true, in a transaction): median of ${opts.runs} runs after a warm-up, capped and uncapped alternating`,
     `  emails table at the end: heap ${size!.heap}, with indexes ${size!.total}; per volume step, the project's month, its last month and a neighbour's month`,
     `  environment   ${environmentLine(db.serverVersion)}`,
     `  load average  ${loadBefore.toFixed(1)} before, ${os.loadavg()[0]!.toFixed(1)} after (1-minute; other work on the machine skews the figures)`,

@@ -26,7 +26,7 @@ import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { newId } from '../db/ids';
 import { query, queryOne } from '../db/sql';
-import { DEFAULT_CAMPAIGN_TUNING } from '../temporal/workflows/campaign';
+import { DEFAULT_CAMPAIGN_TUNING } from '../temporal/campaigns/workflow';
 import { rawPoolRate, type RawMessageSpec } from './baselines';
 import { cpuSnapshot, headersOf, type Stack, startStack, Teardown, verifiedDomain, type Interruption, runBench } from './harness';
 import { environmentLine, log, positiveInt } from './support';

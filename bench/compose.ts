@@ -5,7 +5,7 @@
  *   npx tsx bench/compose.ts                  # 5,000 messages a side, 5 interleaved rounds
  *   npx tsx bench/compose.ts --n 1000 --rounds 3 --in-flight 8
  *
- * The messages are campaign emails as the service renders them (db/email-content.ts: marketing
+ * The messages are campaign emails as the service renders them (db/messages/content.ts: marketing
  * footer, List-Unsubscribe headers, tracked links and the open pixel), a short one and a
  * newsletter-sized one, with non-ASCII names and text. No database or relay is involved.
  *
@@ -21,7 +21,7 @@ import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import DKIM from 'nodemailer/lib/dkim';
 import MailComposer from 'nodemailer/lib/mail-composer';
-import { compileContent, renderForContact } from '../db/email-content';
+import { compileContent, renderForContact } from '../db/messages/content';
 import { composeMessage, type OutgoingMessage, renderMessage, type StoredEmail } from '../mail/compose';
 import { closedLoop, log, positiveInt } from './support';
 

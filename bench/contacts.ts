@@ -24,7 +24,7 @@ import { parseArgs } from 'node:util';
 import { Client } from 'pg';
 import { freePort } from '../cli/temporal-server';
 import { createOrm, migrate } from '../db/orm';
-import { createProject } from '../db/projects';
+import { createProject } from '../db/projects/projects';
 import { devTemporal, freshDatabase, type Interruption, runBench, type Teardown } from './harness';
 import { closedLoop, environmentLine, jsonClient, log, percentile, positiveInt } from './support';
 

@@ -31,7 +31,7 @@ import { type Config, loadConfig } from '../config';
 import { createLogger } from '../logger';
 import type { Orm } from '../db/orm';
 import { createOrm, migrate } from '../db/orm';
-import { createProject, type ProjectWithKeys } from '../db/projects';
+import { createProject, type ProjectWithKeys } from '../db/projects/projects';
 import { createDnsLookup } from '../mail/dns';
 import { mailerFromConfig } from '../mail/mailer';
 import { TemporalGateway, type TemporalSettings } from '../temporal/client';

@@ -5,7 +5,7 @@
  *
  *   POST /contacts/import (multipart, form part "file") → poll GET /contacts/import/:jobId until completed
  *
- * with a real worker (temporal/activities/imports.ts: chunks of 1,000 rows, one statement each),
+ * with a real worker (temporal/imports/activities.ts: chunks of 1,000 rows, one statement each),
  * and then, in the same run on a fresh table state (contacts truncated) and a fresh project, a raw
  * set-based load of the same rows (same normalised emails, same typed data) straight into PostgreSQL:
  *
@@ -25,10 +25,10 @@ import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { MAX_IMPORT_BYTES } from '../api/routes/imports';
-import { planColumns, recordData } from '../db/csv-typing';
-import { checkEmail, type ImportJobDto } from '../db/imports';
+import { planColumns, recordData } from '../db/contacts/csv-typing';
+import { checkEmail, type ImportJobDto } from '../db/contacts/imports';
 import { newId } from '../db/ids';
-import { createProject } from '../db/projects';
+import { createProject } from '../db/projects/projects';
 import { cpuSnapshot, startStack, type Interruption, runBench, type Teardown } from './harness';
 import { environmentLine, log, positiveInt } from './support';
 

@@ -6,8 +6,8 @@
  * Sets up and tears down itself: a fresh database `tidings_bench_<time>` on the PostgreSQL server
  * of BENCH_POSTGRES_ADMIN_URL (default postgres://postgres@127.0.0.1:5432/postgres), migrated,
  * dropped at the end (only that database). No Temporal and no API: a count is one SQL statement,
- * and this measures exactly the code POST /segments/:id/refresh runs (db/segments.ts
- * refreshSegmentCount → db/segment-sql.ts), plus EXPLAIN ANALYZE of the same statement.
+ * and this measures exactly the code POST /segments/:id/refresh runs (db/segments/segments.ts
+ * refreshSegmentCount → db/conditions/sql.ts), plus EXPLAIN ANALYZE of the same statement.
  *
  * Data, generated set-based (generate_series, no row-by-row inserts):
  *  - one project with N contacts (plus a second project with N/20, so project_id matters): ~86%
@@ -35,9 +35,9 @@ import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { Client } from 'pg';
 import { createOrm, migrate, type Orm } from '../db/orm';
-import { createProject } from '../db/projects';
-import { compileCondition, loadCompileContext, type SegmentCondition } from '../db/segment-sql';
-import { createSegment, refreshSegmentCount } from '../db/segments';
+import { createProject } from '../db/projects/projects';
+import { compileCondition, loadCompileContext, type SegmentCondition } from '../db/conditions/sql';
+import { createSegment, refreshSegmentCount } from '../db/segments/segments';
 import { createBenchDatabase, environmentLine, log, positiveInt } from './support';
 
 const SEGMENT_INDEXES: Record<string, string> = {

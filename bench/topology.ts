@@ -32,7 +32,7 @@ import { performance } from 'node:perf_hooks';
 import { Client as TemporalClient, Connection } from '@temporalio/client';
 import { createOrm, migrate, type Orm } from '../db/orm';
 import { newId } from '../db/ids';
-import { createProject } from '../db/projects';
+import { createProject } from '../db/projects/projects';
 import { query, queryOne } from '../db/sql';
 import { startDnsServer } from '../test/helpers/dns';
 import { startSmtpSink, type SmtpSink } from '../test/helpers/smtp';

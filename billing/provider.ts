@@ -1,5 +1,5 @@
 /**
- * What the service needs from a payment provider, in its own terms: the routes and db/billing.ts
+ * What the service needs from a payment provider, in its own terms: the routes and db/billing/allowance.ts
  * never see a provider's types. billing/stripe.ts is the one implementation.
  */
 export interface PaymentProvider {

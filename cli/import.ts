@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { loadConfig } from '../config';
-import { createImportJob, getImportJob, type ImportJobDto, validateImportFile } from '../db/imports';
+import { createImportJob, getImportJob, type ImportJobDto, validateImportFile } from '../db/contacts/imports';
 import { ProjectSchema } from '../db/entities/project';
 import type { Orm as MikroORM } from '../db/orm';
 import { AppError } from '../errors';

@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 import { ConfigError, loadConfig } from '../config';
 import { createOrm, migrate } from '../db/orm';
-import { createProject, rotateProjectKeys } from '../db/projects';
-import { disableProject, enableProject } from '../db/project-security';
-import { createProjectForOwner } from '../db/user-projects';
+import { createProject, rotateProjectKeys } from '../db/projects/projects';
+import { disableProject, enableProject } from '../db/projects/security';
+import { createProjectForOwner } from '../db/accounts/user-projects';
 import { AppError } from '../errors';
 import { StartupError } from './errors';
 import { parseContactsImportArgs, runContactsImport } from './import';

@@ -67,7 +67,7 @@ export async function createOrm(databaseUrl: string, overrides: Partial<Options>
  * Applies pending migrations. Several processes may start at once on one database (API replicas
  * without a one-shot migrate job): a session-level advisory lock lets one migrate while the
  * others wait, then find nothing left to do. Without it two of them created the same table and
- * one crashed (test/topology.test.ts).
+ * one crashed (test/service/topology.test.ts).
  */
 export async function migrate(orm: Orm): Promise<string[]> {
   const knex = orm.em.getConnection().getKnex();

@@ -24,11 +24,11 @@
 #   TEMPORAL_SERVER_BIN, TEMPORAL_SQL_TOOL, TEMPORAL_CLI_PATH   binaries (found in Go's bin dir)
 set -euo pipefail
 
-# Must match the temporalio/server image tag in docker-compose.yml (test/compose.test.ts checks).
+# Must match the temporalio/server image tag in docker-compose.yml (test/service/compose.test.ts checks).
 TEMPORAL_SERVER_VERSION=1.29.1
 # Fixed when the databases are first created; docker-compose.yml sets the same.
 NUM_HISTORY_SHARDS=4
-# Exactly temporal/search-attributes.ts's SEARCH_ATTRIBUTE_TYPES (test/compose.test.ts checks).
+# Exactly temporal/search-attributes.ts's SEARCH_ATTRIBUTE_TYPES (test/service/compose.test.ts checks).
 SEARCH_ATTRIBUTE_FLAGS=(
   --name ProjectId --type Keyword
   --name ContactId --type Keyword

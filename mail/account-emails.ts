@@ -1,4 +1,4 @@
-import type { SystemEmail } from '../db/system-emails';
+import type { SystemEmail } from '../db/accounts/system-emails';
 import { type Address, messageIdFor, type OutgoingMessage } from './compose';
 import { escapeHtml } from './html';
 

@@ -5,7 +5,7 @@
  * bad template with a 422 when it is saved and the worker never fails on one at send time.
  */
 import Handlebars from 'handlebars';
-import { planDataPatch, RESERVED_DATA_KEYS } from '../db/contact-data';
+import { planDataPatch, RESERVED_DATA_KEYS } from '../db/contacts/data';
 
 type Node = hbs.AST.Node;
 type Expr = hbs.AST.Expression;

@@ -1,6 +1,6 @@
 /**
  * Sign-in through an OAuth 2 provider (authorization-code flow), in the service's own terms:
- * the routes and db/users.ts never see a provider's endpoints or payloads. github.ts and google.ts
+ * the routes and db/accounts/users.ts never see a provider's endpoints or payloads. github.ts and google.ts
  * are the implementations; tests run them against a local server speaking the same protocol.
  */
 export type OAuthProviderId = 'github' | 'google';

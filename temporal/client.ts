@@ -1,11 +1,11 @@
 import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowIdConflictPolicy, WorkflowIdReusePolicy, type WorkflowService, WithStartWorkflowOperation } from '@temporalio/client';
 import { type Config, loadConfig } from '../config';
 import { AppError } from '../errors';
-import type { DomainCheckOutcome } from './activities/domains';
+import type { DomainCheckOutcome } from './domains/activities';
 import { workflowIds } from './ids';
-import { checkDomainNowUpdate, trackedEventSignal, type TrackedEventMessage } from './messages';
+import { checkDomainNowUpdate, trackedEventSignal, type TrackedEventMessage } from './signals';
 import { CampaignIdKey, ContactIdKey, ProjectIdKey, TidingsWorkflowIdKey } from './search-attributes';
-import { campaignScheduleSignal, type CampaignTuning, DEFAULT_CAMPAIGN_TUNING } from './workflows/campaign';
+import { campaignScheduleSignal, type CampaignTuning, DEFAULT_CAMPAIGN_TUNING } from './campaigns/workflow';
 import type { bulkContacts, campaign, deleteContactField, domainVerification, journey, JourneyInput, sendSystemEmail } from './workflows';
 
 export interface TemporalSettings {

@@ -4,7 +4,7 @@ import { Client } from '@temporalio/client';
 import { NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import { TemporalSdkLogger } from '../logger';
-import { OutboxListener } from '../db/outbox-listener';
+import { OutboxListener } from '../db/messages/outbox-listener';
 import { type ActivityDeps, createActivities } from './activities';
 import { ensureEngines } from './engines';
 import { type TemporalSettings, taskQueuePollers } from './client';

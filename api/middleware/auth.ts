@@ -1,6 +1,6 @@
 import type { Request, RequestHandler } from 'express';
-import { memberRole, roleAtLeast } from '../../db/members';
-import { findProjectByKey } from '../../db/projects';
+import { memberRole, roleAtLeast } from '../../db/accounts/members';
+import { findProjectByKey } from '../../db/projects/projects';
 import type { Orm } from '../../db/orm';
 import type { Project } from '../../db/entities/project';
 import { ProjectSchema } from '../../db/entities/project';

@@ -1,5 +1,5 @@
 import type { RequestHandler } from 'express';
-import { hitRateLimit } from '../../db/rate-limit';
+import { hitRateLimit } from '../../db/projects/rate-limit';
 import { AppError } from '../../errors';
 import { scopeOf } from '../routing';
 

@@ -1,4 +1,4 @@
-import { activityStats, activityTypes, listActivity, recentActivityCount, upcomingActivity } from '../../db/activity';
+import { activityStats, activityTypes, listActivity, recentActivityCount, upcomingActivity } from '../../db/insights/feed';
 import type { AppDeps } from '../context';
 import type { RouteRegistry } from '../routing';
 import {
@@ -20,7 +20,7 @@ const range = (q: { from?: string; to?: string }) => ({
   to: q.to === undefined ? undefined : toInstant(q.to),
 });
 
-/** The feed and its aggregates: a read-only view over events, workflow executions and campaigns (db/activity.ts). */
+/** The feed and its aggregates: a read-only view over events, workflow executions and campaigns (db/insights/feed.ts). */
 export function registerActivityRoutes(api: RouteRegistry, _deps: AppDeps): void {
   api.add({
     method: 'get',

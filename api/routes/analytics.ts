@@ -1,4 +1,4 @@
-import { campaignStats, timeseries, topCampaigns, topEvents, zonedMidnight } from '../../db/analytics';
+import { campaignStats, timeseries, topCampaigns, topEvents, zonedMidnight } from '../../db/insights/analytics';
 import type { AppDeps } from '../context';
 import type { RouteRegistry } from '../routing';
 import { isDateOnly, toInstant } from '../schemas/activity';
@@ -15,7 +15,7 @@ import {
 
 const instant = (s: string | undefined) => (s === undefined ? undefined : toInstant(s));
 
-/** Email engagement over time, per campaign, and the most frequent events (db/analytics.ts). */
+/** Email engagement over time, per campaign, and the most frequent events (db/insights/analytics.ts). */
 export function registerAnalyticsRoutes(api: RouteRegistry, _deps: AppDeps): void {
   api.add({
     method: 'get',

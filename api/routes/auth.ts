@@ -1,7 +1,7 @@
 import type { Request } from 'express';
-import { decoyHash } from '../../db/passwords';
-import { logIn, requestPasswordReset, requestVerification, resetPassword, signUp, verifyEmail } from '../../db/users';
-import type { TokenMail } from '../../db/user-tokens';
+import { decoyHash } from '../../db/accounts/passwords';
+import { logIn, requestPasswordReset, requestVerification, resetPassword, signUp, verifyEmail } from '../../db/accounts/users';
+import type { TokenMail } from '../../db/accounts/user-tokens';
 import { AppError } from '../../errors';
 import { OAUTH_PROVIDERS } from '../../oauth/provider';
 import { authPages } from '../auth-pages';

@@ -1,7 +1,7 @@
 import type { Request } from 'express';
 import { InvalidWebhookSignature, type PaymentProvider } from '../../billing/provider';
-import { applyBillingEvent, listProjectInvoices, openBillingPortal, startCheckout } from '../../db/billing-accounts';
-import { getBillingLimits, getConsumption, monthContaining, parseMonth, setBillingLimits } from '../../db/billing';
+import { applyBillingEvent, listProjectInvoices, openBillingPortal, startCheckout } from '../../db/billing/accounts';
+import { getBillingLimits, getConsumption, monthContaining, parseMonth, setBillingLimits } from '../../db/billing/allowance';
 import { AppError } from '../../errors';
 import type { AppDeps } from '../context';
 import type { RouteRegistry } from '../routing';

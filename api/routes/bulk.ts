@@ -1,4 +1,4 @@
-import { createBulkJob, getBulkJob, type BulkOperation, setBulkJobStatus } from '../../db/bulk-jobs';
+import { createBulkJob, getBulkJob, type BulkOperation, setBulkJobStatus } from '../../db/contacts/bulk-jobs';
 import type { AppDeps } from '../context';
 import type { RouteRegistry } from '../routing';
 import { bulkAccepted, bulkBody, bulkJobParams, bulkJobSchema } from '../schemas/bulk';

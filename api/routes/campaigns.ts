@@ -11,8 +11,8 @@ import {
   markCampaignForSending,
   queueTestEmail,
   replaceCampaign,
-} from '../../db/campaigns';
-import { requireVerifiedSender } from '../../db/domains';
+} from '../../db/campaigns/campaigns';
+import { requireVerifiedSender } from '../../db/domains/domains';
 import type { AppDeps } from '../context';
 import type { RouteRegistry } from '../routing';
 import { ERROR_TEXT } from '../openapi';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { deleteContact, getContact, listContacts, lookupContacts, updateContact, upsertContact } from '../../db/contacts';
+import { deleteContact, getContact, listContacts, lookupContacts, updateContact, upsertContact } from '../../db/contacts/contacts';
 import type { RouteRegistry } from '../routing';
 import type { AppDeps } from '../context';
 import { cursorPage, idParams } from '../schemas/common';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { addDomain, deleteDomain, getDomain, listDomains, withSendingState } from '../../db/domains';
+import { addDomain, deleteDomain, getDomain, listDomains, withSendingState } from '../../db/domains/domains';
 import { notFound } from '../../errors';
 import { generateDkimKeyPair } from '../../mail/dkim';
 import type { AppDeps } from '../context';

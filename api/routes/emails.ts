@@ -1,4 +1,4 @@
-import { getEmailDetail, listEmails } from '../../db/email-status';
+import { getEmailDetail, listEmails } from '../../db/messages/status';
 import type { AppDeps } from '../context';
 import type { RouteRegistry } from '../routing';
 import { cursorPage } from '../schemas/common';

@@ -1,5 +1,6 @@
-import { getContact } from '../../db/contacts';
-import { deleteEventsByName, eventNames, eventStats, eventUsage, listEvents } from '../../db/events';
+import { getContact } from '../../db/contacts/contacts';
+import { deleteEventsByName, eventNames, eventStats, listEvents } from '../../db/events/events';
+import { eventUsage } from '../../db/insights/event-usage';
 import type { AppDeps } from '../context';
 import type { RouteRegistry } from '../routing';
 import { cursorPage, cursorQuery } from '../schemas/common';

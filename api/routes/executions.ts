@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import { getContact } from '../../db/contacts';
+import { getContact } from '../../db/contacts/contacts';
 import type { JsonValue } from '../../db/entities/contact';
-import { activeExecutionIdsOfWorkflow, finishExecution, getExecution, listExecutions } from '../../db/executions';
-import { getWorkflow } from '../../db/workflows';
+import { activeExecutionIdsOfWorkflow, finishExecution, getExecution, listExecutions } from '../../db/journeys/executions';
+import { getWorkflow } from '../../db/journeys/journeys';
 import { AppError, conflict } from '../../errors';
-import { startExecution } from '../../temporal/triggers';
+import { startExecution } from '../../temporal/triggers/dispatch';
 import type { AppDeps } from '../context';
 import type { RouteRegistry } from '../routing';
 import { cursorPage } from '../schemas/common';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { fieldValues, listFields, requireCustomField } from '../../db/fields';
-import { fieldUsage } from '../../db/segments';
+import { fieldValues, listFields, requireCustomField } from '../../db/contacts/fields';
+import { fieldUsage } from '../../db/segments/segments';
 import type { AppDeps } from '../context';
 import type { RouteRegistry } from '../routing';
 import { deleteFieldResponse, fieldDescriptor, fieldParams, fieldValuesQuery, fieldValuesResponse } from '../schemas/contacts';

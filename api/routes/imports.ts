@@ -1,4 +1,4 @@
-import { createImportJob, getImportJob, importTooLarge, MAX_IMPORT_BYTES, validateImportFile } from '../../db/imports';
+import { createImportJob, getImportJob, importTooLarge, MAX_IMPORT_BYTES, validateImportFile } from '../../db/contacts/imports';
 import type { AppDeps } from '../context';
 import { readSingleFile } from '../multipart';
 import type { RouteRegistry } from '../routing';

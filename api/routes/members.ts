@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { type Actor, addMember, changeMemberRole, listMembers, removeMember } from '../../db/members';
-import type { SessionUser } from '../../db/users';
+import { type Actor, addMember, changeMemberRole, listMembers, removeMember } from '../../db/accounts/members';
+import type { SessionUser } from '../../db/accounts/users';
 import type { AppDeps, AuthContext } from '../context';
 import type { RouteRegistry } from '../routing';
 import { addMemberBody, changeRoleBody, memberParams, memberSchema, projectIdParam } from '../schemas/accounts';

@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import express, { type RequestHandler } from 'express';
 import { z } from 'zod';
-import { applyNotification } from '../../db/engagement';
+import { applyNotification } from '../../db/messages/engagement';
 import { AppError, validationError } from '../../errors';
 import type { AppDeps } from '../context';
 import type { RouteRegistry } from '../routing';

@@ -1,6 +1,6 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
-import { signInWithProvider } from '../../db/users';
+import { signInWithProvider } from '../../db/accounts/users';
 import { AppError } from '../../errors';
 import { OAUTH_PROVIDERS, OAuthFailure, type OAuthProviderId } from '../../oauth/provider';
 import type { AppDeps } from '../context';

@@ -1,5 +1,5 @@
-import { projectSecurity } from '../../db/project-security';
-import { setupState } from '../../db/setup-state';
+import { projectSecurity } from '../../db/projects/security';
+import { setupState } from '../../db/projects/setup-state';
 import type { AppDeps } from '../context';
 import type { RouteRegistry } from '../routing';
 import { projectIdParam, securitySchema, setupStateSchema } from '../schemas/accounts';

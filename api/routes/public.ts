@@ -1,8 +1,8 @@
-import { queueSend } from '../../db/send';
+import { queueSend } from '../../db/messages/send';
 import { outboxNotice } from '../../mail/outbox';
-import { idempotent } from '../../db/idempotency';
-import { trackEvent } from '../../db/track';
-import { queueTriggers } from '../../db/trigger-outbox';
+import { idempotent } from '../../db/projects/idempotency';
+import { trackEvent } from '../../db/events/track';
+import { queueTriggers } from '../../db/events/trigger-outbox';
 import type { AppDeps } from '../context';
 import { idempotencyKey } from '../idempotency-key';
 import type { RouteContext, RouteRegistry } from '../routing';

@@ -10,7 +10,7 @@ import {
   requireComputable,
   segmentContacts,
   updateSegment,
-} from '../../db/segments';
+} from '../../db/segments/segments';
 import type { AppDeps } from '../context';
 import type { RouteRegistry } from '../routing';
 import { idParams } from '../schemas/common';

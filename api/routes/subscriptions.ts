@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { getSubscription, setSubscription } from '../../db/subscriptions';
+import { getSubscription, setSubscription } from '../../db/messages/subscriptions';
 import { verifyContactToken } from '../../mail/links';
 import type { AppDeps } from '../context';
 import type { RouteRegistry } from '../routing';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { requireVerifiedSender } from '../../db/domains';
+import { requireVerifiedSender } from '../../db/domains/domains';
 import {
   createTemplate,
   deleteTemplate,
@@ -8,7 +8,7 @@ import {
   listTemplates,
   templateUsage,
   updateTemplate,
-} from '../../db/templates';
+} from '../../db/templates/templates';
 import type { AppDeps } from '../context';
 import type { RouteRegistry } from '../routing';
 import { ERROR_TEXT } from '../openapi';

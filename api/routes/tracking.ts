@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { recordClick, recordOpen } from '../../db/engagement';
+import { recordClick, recordOpen } from '../../db/messages/engagement';
 import { TRANSPARENT_GIF, verifyClickToken, verifyOpenToken } from '../../mail/tracking';
 import type { AppDeps } from '../context';
 import type { RouteRegistry } from '../routing';

@@ -1,6 +1,6 @@
 import type { Response } from 'express';
 import { z } from 'zod';
-import { imageTooLarge, MAX_IMAGE_BYTES, storeImage } from '../../db/uploads';
+import { imageTooLarge, MAX_IMAGE_BYTES, storeImage } from '../../db/templates/uploads';
 import { AppError } from '../../errors';
 import { IMMUTABLE_CACHE_CONTROL, keyContentType } from '../../storage/storage';
 import type { AppDeps } from '../context';

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { rotateProjectKeys } from '../../db/projects';
-import { projectSecurity } from '../../db/project-security';
-import { resetProject } from '../../db/project-reset';
-import { createUserProject, deleteProject, getMe, listUserProjects, renameProject } from '../../db/user-projects';
+import { rotateProjectKeys } from '../../db/projects/projects';
+import { projectSecurity } from '../../db/projects/security';
+import { resetProject } from '../../db/projects/reset';
+import { createUserProject, deleteProject, getMe, listUserProjects, renameProject } from '../../db/accounts/user-projects';
 import type { AppDeps } from '../context';
 import type { RouteRegistry } from '../routing';
 import {

@@ -13,8 +13,8 @@ import {
   updateStep,
   updateWorkflow,
   workflowFields,
-} from '../../db/workflows';
-import { stepConfigSchemas } from '../../db/workflow-steps';
+} from '../../db/journeys/journeys';
+import { stepConfigSchemas } from '../../db/journeys/steps';
 import type { AppDeps } from '../context';
 import type { RouteRegistry } from '../routing';
 import { cursorPage, idParams } from '../schemas/common';

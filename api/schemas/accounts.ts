@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ROLES } from '../../db/members';
+import { ROLES } from '../../db/accounts/members';
 
 const role = z.enum(ROLES);
 

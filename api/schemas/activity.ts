@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ACTIVITY_TYPE_NOTE, type TypeFilter } from '../../db/activity';
+import { ACTIVITY_TYPE_NOTE, type TypeFilter } from '../../db/insights/feed';
 import { MAX_LIMIT } from '../../db/paging';
 import { cursorQuery } from './common';
 

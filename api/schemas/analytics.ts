@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { INTERVALS, MAX_BUCKETS, METRICS, TOP_CAMPAIGN_METRICS, type Metric } from '../../db/analytics';
+import { INTERVALS, MAX_BUCKETS, METRICS, TOP_CAMPAIGN_METRICS, type Metric } from '../../db/insights/analytics';
 import { checkRange, rangeShape } from './activity';
 
 /** An IANA zone name the runtime knows (Europe/Paris, America/New_York, UTC). */
@@ -50,7 +50,7 @@ export const timeseriesQuery = z
       .describe('IANA zone the buckets (and date-only from/to) follow, default UTC'),
     campaignId: z.string().min(1).optional().describe('Only emails of this campaign'),
   });
-// No range check here: a date-only bound means midnight in `timezone`, known once resolved (db/analytics.ts checks).
+// No range check here: a date-only bound means midnight in `timezone`, known once resolved (db/insights/analytics.ts checks).
 
 const count = z.number().int();
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BULK_JOB_STATUSES, BULK_OPERATIONS, MAX_BULK_IDS } from '../../db/bulk-jobs';
+import { BULK_JOB_STATUSES, BULK_OPERATIONS, MAX_BULK_IDS } from '../../db/contacts/bulk-jobs';
 
 const idList = z.array(z.string().min(1).max(200)).min(1).max(MAX_BULK_IDS);
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CAMPAIGN_NAME_MAX } from '../../db/campaigns';
+import { CAMPAIGN_NAME_MAX } from '../../db/campaigns/campaigns';
 import { checkTemplate, TemplateSyntaxError } from '../../mail/render';
 import { cursorQuery } from './common';
 import { subjectSchema } from './templates';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { EMAIL_SOURCES, EMAIL_STATUSES } from '../../db/emails';
+import { EMAIL_SOURCES, EMAIL_STATUSES } from '../../db/messages/emails';
 import { cursorQuery } from './common';
 
 export const emailIdParams = z.object({ id: z.uuid().describe('Email id as returned by POST /v1/send') });

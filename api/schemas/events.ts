@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { isReservedEventName } from '../../db/events';
+import { isReservedEventName } from '../../db/events/events';
 import { cursorQuery } from './common';
 import { contactData } from './contacts';
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { EXECUTION_STATUSES } from '../../db/executions';
+import { EXECUTION_STATUSES } from '../../db/journeys/executions';
 import { cursorQuery } from './common';
 
 export const workflowIdParams = z.object({ id: z.string().min(1) });

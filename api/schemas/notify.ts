@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { DeliveryNotification } from '../../db/engagement';
+import type { DeliveryNotification } from '../../db/messages/engagement';
 
 /**
  * Bodies of POST /webhooks/notify: the service's own JSON (one notification or an array), an

@@ -11,7 +11,7 @@ type Examples<B extends z.ZodType, R extends z.ZodType> = {
 };
 
 /**
- * Examples of the public API (`/v1/…`) for the reference. test/openapi.test.ts parses each one
+ * Examples of the public API (`/v1/…`) for the reference. test/api/openapi.test.ts parses each one
  * with the schema of the route it illustrates, so they cannot drift from what the API accepts.
  */
 

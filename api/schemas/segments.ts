@@ -9,7 +9,7 @@ import {
   type SegmentConditionGroup,
   TIMED_OPERATORS,
   VALUELESS_OPERATORS,
-} from '../../db/segment-sql';
+} from '../../db/conditions/sql';
 import { pageQuery } from './common';
 import { contactSchema } from './contacts';
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { NAME_MAX } from '../../db/templates';
+import { NAME_MAX } from '../../db/templates/templates';
 import { checkTemplate, TemplateSyntaxError } from '../../mail/render';
 import { cursorQuery } from './common';
 

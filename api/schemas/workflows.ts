@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BRANCHES, STEP_TYPES, stepConfigSchemas, type UserStepType } from '../../db/workflow-steps';
+import { BRANCHES, STEP_TYPES, stepConfigSchemas, type UserStepType } from '../../db/journeys/steps';
 import { cursorQuery } from './common';
 
 const name = z.string().trim().min(1).max(255);

@@ -13,7 +13,7 @@ export interface Contact {
   updatedAt: Date;
 }
 
-/** Writes go through db/contacts.ts (set-based SQL); the schema is here for reads and migrations. */
+/** Writes go through db/contacts/contacts.ts (set-based SQL); the schema is here for reads and migrations. */
 export const ContactSchema = new EntitySchema<Contact>({
   name: 'Contact',
   tableName: 'contacts',

@@ -1,13 +1,13 @@
 import { Migration } from '@mikro-orm/migrations';
 
 /**
- * Segments (db/segments.ts) and what their compiled conditions (db/segment-sql.ts) need:
+ * Segments (db/segments/segments.ts) and what their compiled conditions (db/conditions/sql.ts) need:
  *
  *  - segments, segment_members (static members; the membership of tracked dynamic segments);
  *  - contact_field_tombstones: the custom fields a project deleted (kept by a trigger on
  *    contact_fields), because a filter on a deleted field matches nothing while a filter on a key
  *    never seen follows the ordinary rules (missing → only notExists);
- *  - SQL helpers that give the workflow CONDITION evaluator's value rules (db/conditions.ts) to
+ *  - SQL helpers that give the workflow CONDITION evaluator's value rules (db/conditions/evaluate.ts) to
  *    PostgreSQL: a number from a JSON value, an ISO 8601 date(-time) as epoch milliseconds (NULL,
  *    never an error, for anything else), equality with the elements of an array. No `?` in here: knex would take it for a binding;
  *    `{0,1}` stands in for it in the regular expressions;
@@ -51,7 +51,7 @@ export class Migration20261125030000_segments extends Migration {
         deleted_at timestamptz not null default now(),
         primary key (project_id, key)
       );`);
-    // A key leaves the registry first when a field is deleted (db/fields.ts), and comes back when
+    // A key leaves the registry first when a field is deleted (db/contacts/fields.ts), and comes back when
     // a later write types it afresh. A project being deleted takes its fields along: no tombstone.
     this.addSql(`
       create function contact_fields_tombstone() returns trigger language plpgsql as $$
@@ -86,7 +86,7 @@ export class Migration20261125030000_segments extends Migration {
     // before 100 are refused (Date.UTC maps them to 19xx), fractions are floored to milliseconds.
     // The canonical form by character tests; the others by a match-only regular expression, then
     // fixed positions (PostgreSQL's regex captures cost ten times as much). Compiled filters call it only after a cheap test of the date's first ten
-    // characters (db/segment-sql.ts), so most contacts never get here.
+    // characters (db/conditions/sql.ts), so most contacts never get here.
     this.addSql(`
       create function segment_iso_ms(s text, date_only_too boolean) returns numeric
       language plpgsql immutable strict parallel safe cost 10 as $$

@@ -44,7 +44,7 @@ export class Migration20261125040000_campaigns extends Migration {
     // No foreign key: deleting a campaign must not rewrite its (possibly 100,000) email rows.
     this.addSql('alter table emails add column campaign_id text;');
     this.addSql('create index emails_campaign on emails (campaign_id) where campaign_id is not null;');
-    // The per-project sending throttle (db/send-throttle.ts): the next free send slot of the
+    // The per-project sending throttle (db/messages/send-throttle.ts): the next free send slot of the
     // project, shared by every worker; rate_per_second overrides SEND_THROTTLE_PER_SECOND.
     this.addSql(`
       create table send_throttles (

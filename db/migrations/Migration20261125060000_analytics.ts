@@ -1,6 +1,6 @@
 import { Migration } from '@mikro-orm/migrations';
 
-/** Indexes for the activity feed and the analytics (db/activity.ts, db/analytics.ts); no new data. */
+/** Indexes for the activity feed and the analytics (db/insights/feed.ts, db/insights/analytics.ts); no new data. */
 export class Migration20261125060000_analytics extends Migration {
   override async up(): Promise<void> {
     // The feed pages events newest first by (created_at, id); date ranges of stats and top events use it too.

@@ -1,7 +1,7 @@
 import { Migration } from '@mikro-orm/migrations';
 
 /**
- * Bulk contact jobs (db/bulk-jobs.ts): written by the API, worked by the bulkContacts workflow
+ * Bulk contact jobs (db/contacts/bulk-jobs.ts): written by the API, worked by the bulkContacts workflow
  * one chunk at a time. `next_offset` is the index in `ids` of the first id not yet done; it moves
  * in the same transaction as a chunk's work, so a retried chunk finds itself done.
  */

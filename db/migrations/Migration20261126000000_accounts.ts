@@ -68,7 +68,7 @@ export class Migration20261126000000_accounts extends Migration {
         subscription_status_at timestamptz,
         updated_at timestamptz not null default now()
       );`);
-    // Consumption per category and month is counted from emails (db/billing.ts COUNTED): partial on
+    // Consumption per category and month is counted from emails (db/billing/allowance.ts COUNTED): partial on
     // the same predicate, so the count is an index-only scan over the project's month alone.
     this.addSql(`create index emails_billing_usage on emails (project_id, source, created_at)
       where error is distinct from 'BILLING_LIMIT_EXCEEDED';`);

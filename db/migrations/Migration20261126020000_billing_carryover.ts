@@ -2,7 +2,7 @@ import { Migration } from '@mikro-orm/migrations';
 
 /**
  * Consumption that outlives the email rows it was counted from: a project reset deletes its
- * emails, and their month's counts move here first (db/billing.ts), so a reset neither erases
+ * emails, and their month's counts move here first (db/billing/allowance.ts), so a reset neither erases
  * what was consumed nor restarts the month's count against the caps.
  */
 export class Migration20261126020000_billing_carryover extends Migration {

@@ -1,7 +1,7 @@
 import { Migration } from '@mikro-orm/migrations';
 
 /**
- * Sessions ended by a sign-out (db/revoked-sessions.ts), by the session's `jti`, until the moment
+ * Sessions ended by a sign-out (db/accounts/revoked-sessions.ts), by the session's `jti`, until the moment
  * the session would have expired anyway.
  */
 export class Migration20261126030000_revoked_sessions extends Migration {

@@ -12,14 +12,14 @@ import { Migration } from '@mikro-orm/migrations';
  *    contact that lacks the number is written: its later events of a name it has cost two lookups
  *    and no write.
  *  - Events are deleted three ways: with their contact (nothing to keep; the trigger returns at
- *    once), with their project's reset (every event, then every contact), or by name (db/events.ts,
+ *    once), with their project's reset (every event, then every contact), or by name (db/events/events.ts,
  *    every event of the name in batches of 5,000). When a statement leaves a (project, name) with no
  *    event of a contact, its number is retired (the registry row goes): contacts keep it, but nothing
  *    asks for it any more, so a reset writes no contact row. A contact that still exists and lost its
  *    last event of a name whose other events remain loses the number: a delete by name writes each
  *    contact that had the name once, batch by batch, so the numbers are right between batches too.
  *  - Not numbered: the entry / exit events of tracked segments (segment.<slug>.entry|exit, see
- *    db/segment-sql.ts summarizedEventName). A pair of names per segment, and a segment's first
+ *    db/conditions/sql.ts summarizedEventName). A pair of names per segment, and a segment's first
  *    compute emits one per member: each segment would write every member's row once more. Filters
  *    on them look in events as before.
  *  - The back-fill writes each contact that has events once.

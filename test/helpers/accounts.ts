@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import type { Role } from '../../db/members';
+import type { Role } from '../../db/accounts/members';
 import { newId } from '../../db/ids';
-import { hashPassword } from '../../db/passwords';
+import { hashPassword } from '../../db/accounts/passwords';
 import { query } from '../../db/sql';
-import type { SessionUser } from '../../db/users';
+import type { SessionUser } from '../../db/accounts/users';
 import { SESSION_COOKIE, signSession } from '../../api/session';
 import type { TestEnv } from './env';
 

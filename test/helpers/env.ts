@@ -8,7 +8,7 @@ import type { AppDeps } from '../../api/context';
 import { loadConfig } from '../../config';
 import { createLogger } from '../../logger';
 import { createOrm, type Orm } from '../../db/orm';
-import { createProject, type ProjectWithKeys } from '../../db/projects';
+import { createProject, type ProjectWithKeys } from '../../db/projects/projects';
 import { createDnsLookup } from '../../mail/dns';
 import { mailerFromConfig } from '../../mail/mailer';
 import { TemporalGateway } from '../../temporal/client';

@@ -1,4 +1,4 @@
-import type { ProjectWithKeys } from '../../db/projects';
+import type { ProjectWithKeys } from '../../db/projects/projects';
 import { bearer, type TestEnv } from './env';
 import { waitUntil } from './sending';
 

@@ -1,4 +1,4 @@
-import type { ProjectWithKeys } from '../../db/projects';
+import type { ProjectWithKeys } from '../../db/projects/projects';
 import { startDnsServer, type DnsServer } from './dns';
 import { bearer, startTestEnv, type TestEnv } from './env';
 import { startSmtpSink, type SmtpSink } from './smtp';

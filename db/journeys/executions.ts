@@ -1,0 +1,288 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { notFound } from '../../errors';
+import type { JsonValue } from '../entities/contact';
+import { newId } from '../ids';
+import { type CursorPage, keysetPage } from '../paging';
+import { query, queryOne, transaction } from '../sql';
+
+export const EXECUTION_STATUSES = ['RUNNING', 'WAITING', 'COMPLETED', 'EXITED', 'FAILED', 'CANCELLED'] as const;
+export type ExecutionStatus = (typeof EXECUTION_STATUSES)[number];
+export const ACTIVE_STATUSES: readonly ExecutionStatus[] = ['RUNNING', 'WAITING'];
+
+export interface ExecutionStepDto {
+  seq: number;
+  stepId: string;
+  stepType: string;
+  status: 'RUNNING' | 'COMPLETED' | 'FAILED' | 'CANCELLED';
+  branch: string | null;
+  output: JsonValue | null;
+  error: string | null;
+  startedAt: string;
+  finishedAt: string | null;
+}
+
+export interface ExecutionDto {
+  id: string;
+  workflowId: string;
+  contactId: string;
+  status: ExecutionStatus;
+  currentStepId: string | null;
+  waitingForEvent: string | null;
+  context: Record<string, JsonValue>;
+  exitReason: string | null;
+  error: string | null;
+  startedAt: string;
+  finishedAt: string | null;
+  steps?: ExecutionStepDto[];
+}
+
+interface ExecutionRow {
+  id: string;
+  workflow_id: string;
+  contact_id: string;
+  status: ExecutionStatus;
+  current_step_id: string | null;
+  waiting_for_event: string | null;
+  context: Record<string, JsonValue>;
+  exit_reason: string | null;
+  error: string | null;
+  started_at: Date;
+  finished_at: Date | null;
+}
+
+const COLUMNS =
+  'id, workflow_id, contact_id, status, current_step_id, waiting_for_event, context, exit_reason, error, started_at, finished_at';
+const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
+
+const toDto = (r: ExecutionRow): ExecutionDto => ({
+  id: r.id,
+  workflowId: r.workflow_id,
+  contactId: r.contact_id,
+  status: r.status,
+  currentStepId: r.current_step_id,
+  waitingForEvent: r.waiting_for_event,
+  context: r.context,
+  exitReason: r.exit_reason,
+  error: r.error,
+  startedAt: new Date(r.started_at).toISOString(),
+  finishedAt: iso(r.finished_at),
+});
+
+/**
+ * Claims an entry of a contact into a workflow, enforced in Postgres: without re-entry a contact
+ * enters once, ever (workflow_entries); with it, only while no execution of it is active (a
+ * partial unique index). Returns the execution id, or null when the contact may not enter.
+ *
+ * With `executionId` (derived from the event, db/events/trigger-outbox.ts executionIdFor) a claim that
+ * already exists under that id is returned as it is: the caller is repeating a start that a crash
+ * cut off between this claim and the workflow's start, and must start that same execution.
+ */
+export interface ExecutionClaim {
+  projectId: string;
+  workflowId: string;
+  contactId: string;
+  allowReentry: boolean;
+  context: Record<string, JsonValue>;
+  /** Derived from the event that starts it (executionIdFor); generated when absent. */
+  executionId?: string;
+}
+
+export async function claimExecution(em: EntityManager, input: ExecutionClaim): Promise<string | null> {
+  return transaction(em, async (tx) => {
+    if (input.executionId) {
+      const mine = await queryOne(tx, 'select 1 from workflow_executions where id = ?', [input.executionId]);
+      if (mine) return input.executionId;
+    }
+    if (!input.allowReentry) {
+      const entered = await queryOne(
+        tx,
+        'insert into workflow_entries (workflow_id, contact_id) values (?, ?) on conflict do nothing returning 1 as ok',
+        [input.workflowId, input.contactId],
+      );
+      if (!entered) return null;
+    }
+    const row = await queryOne<{ id: string }>(
+      tx,
+      `insert into workflow_executions (id, project_id, workflow_id, contact_id, context) values (?, ?, ?, ?, ?::jsonb)
+       on conflict (workflow_id, contact_id) where status in ('RUNNING','WAITING') do nothing returning id`,
+      [input.executionId ?? newId('exe'), input.projectId, input.workflowId, input.contactId, JSON.stringify(input.context)],
+    );
+    return row?.id ?? null;
+  });
+}
+
+/** Enabled workflows of the project whose trigger is this event. */
+export async function workflowsTriggeredBy(
+  em: EntityManager,
+  projectId: string,
+  eventName: string,
+): Promise<{ id: string; allowReentry: boolean }[]> {
+  const rows = await query<{ id: string; allow_reentry: boolean }>(
+    em,
+    `select id, allow_reentry from workflows where project_id = ? and enabled and trigger_config->>'eventName' = ?`,
+    [projectId, eventName],
+  );
+  return rows.map((r) => ({ id: r.id, allowReentry: r.allow_reentry }));
+}
+
+export async function activeExecutionIdsOfContact(em: EntityManager, projectId: string, contactId: string): Promise<string[]> {
+  const rows = await query<{ id: string }>(
+    em,
+    `select id from workflow_executions where project_id = ? and contact_id = ? and status in ('RUNNING','WAITING')`,
+    [projectId, contactId],
+  );
+  return rows.map((r) => r.id);
+}
+
+export async function activeExecutionIdsOfWorkflow(em: EntityManager, projectId: string, workflowId: string): Promise<string[]> {
+  const rows = await query<{ id: string }>(
+    em,
+    `select id from workflow_executions where project_id = ? and workflow_id = ? and status in ('RUNNING','WAITING')`,
+    [projectId, workflowId],
+  );
+  return rows.map((r) => r.id);
+}
+
+/** A step begins: the execution shows it as current (WAITING while a timer or an event holds it). */
+export async function recordStepStarted(
+  em: EntityManager,
+  input: { executionId: string; seq: number; stepId: string; stepType: string; waiting: boolean; waitingForEvent: string | null },
+): Promise<void> {
+  await transaction(em, async (tx) => {
+    await query(
+      tx,
+      `update workflow_executions set current_step_id = ?, status = ?, waiting_for_event = ?, updated_at = now()
+       where id = ? and status in ('RUNNING','WAITING')`,
+      [input.stepId, input.waiting ? 'WAITING' : 'RUNNING', input.waitingForEvent, input.executionId],
+    );
+    await query(
+      tx,
+      `insert into execution_steps (execution_id, seq, step_id, step_type, status) values (?, ?, ?, ?, 'RUNNING')
+       on conflict (execution_id, seq) do nothing`,
+      [input.executionId, input.seq, input.stepId, input.stepType],
+    );
+  });
+}
+
+export async function recordStepFinished(
+  em: EntityManager,
+  input: {
+    executionId: string;
+    seq: number;
+    status: 'COMPLETED' | 'FAILED' | 'CANCELLED';
+    branch?: string | null;
+    output?: JsonValue;
+    error?: string;
+    context?: Record<string, JsonValue>;
+  },
+): Promise<void> {
+  await transaction(em, async (tx) => {
+    await query(
+      tx,
+      `update execution_steps set status = ?, branch = ?, output = ?::jsonb, error = ?, finished_at = now()
+       where execution_id = ? and seq = ? and status = 'RUNNING'`,
+      [input.status, input.branch ?? null, JSON.stringify(input.output ?? null), input.error ?? null, input.executionId, input.seq],
+    );
+    await query(
+      tx,
+      `update workflow_executions set status = case when status = 'WAITING' then 'RUNNING' else status end,
+         waiting_for_event = null, context = coalesce(?::jsonb, context), updated_at = now()
+       where id = ? and status in ('RUNNING','WAITING')`,
+      [input.context === undefined ? null : JSON.stringify(input.context), input.executionId],
+    );
+  });
+}
+
+/** The final status; a step still marked RUNNING ends with it (a cancelled wait, a failed call). */
+export async function finishExecution(
+  em: EntityManager,
+  input: { executionId: string; status: Exclude<ExecutionStatus, 'RUNNING' | 'WAITING'>; exitReason?: string; error?: string },
+): Promise<void> {
+  await transaction(em, async (tx) => {
+    await query(
+      tx,
+      `update workflow_executions set status = ?, exit_reason = ?, error = ?, waiting_for_event = null,
+         finished_at = now(), updated_at = now()
+       where id = ? and status in ('RUNNING','WAITING')`,
+      [input.status, input.exitReason ?? null, input.error ?? null, input.executionId],
+    );
+    const stepStatus = input.status === 'CANCELLED' ? 'CANCELLED' : 'FAILED';
+    await query(
+      tx,
+      `update execution_steps set status = ?, error = ?, finished_at = now() where execution_id = ? and status = 'RUNNING'`,
+      [stepStatus, input.error ?? null, input.executionId],
+    );
+  });
+}
+
+export async function listExecutions(
+  em: EntityManager,
+  projectId: string,
+  workflowId: string,
+  opts: { limit: number; cursor?: string; status?: ExecutionStatus },
+): Promise<CursorPage<ExecutionDto>> {
+  const where = ['project_id = ?', 'workflow_id = ?'];
+  const params: unknown[] = [projectId, workflowId];
+  if (opts.status) {
+    where.push('status = ?');
+    params.push(opts.status);
+  }
+  const page = await keysetPage<ExecutionRow>(em, {
+    from: 'workflow_executions',
+    columns: COLUMNS,
+    idColumn: 'id',
+    where,
+    params,
+    limit: opts.limit,
+    cursor: opts.cursor,
+  });
+  return { ...page, data: page.data.map(toDto) };
+}
+
+export async function getExecution(em: EntityManager, projectId: string, workflowId: string, id: string): Promise<ExecutionDto> {
+  const row = await queryOne<ExecutionRow>(
+    em,
+    `select ${COLUMNS} from workflow_executions where project_id = ? and workflow_id = ? and id = ?`,
+    [projectId, workflowId, id],
+  );
+  if (!row) throw notFound('execution');
+  const steps = await query<{
+    seq: number;
+    step_id: string;
+    step_type: string;
+    status: ExecutionStepDto['status'];
+    branch: string | null;
+    output: JsonValue | null;
+    error: string | null;
+    started_at: Date;
+    finished_at: Date | null;
+  }>(em, 'select * from execution_steps where execution_id = ? order by seq', [id]);
+  return {
+    ...toDto(row),
+    steps: steps.map((s) => ({
+      seq: s.seq,
+      stepId: s.step_id,
+      stepType: s.step_type,
+      status: s.status,
+      branch: s.branch,
+      output: s.output,
+      error: s.error,
+      startedAt: new Date(s.started_at).toISOString(),
+      finishedAt: iso(s.finished_at),
+    })),
+  };
+}
+
+/** Undoes a claim whose workflow could not be started, so the contact can enter on a retry. */
+export async function releaseExecution(
+  em: EntityManager,
+  executionId: string,
+  input: { workflowId: string; contactId: string; allowReentry: boolean },
+): Promise<void> {
+  await transaction(em, async (tx) => {
+    await query(tx, 'delete from workflow_executions where id = ?', [executionId]);
+    if (!input.allowReentry) {
+      await query(tx, 'delete from workflow_entries where workflow_id = ? and contact_id = ?', [input.workflowId, input.contactId]);
+    }
+  });
+}

@@ -1,0 +1,82 @@
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import type { Config } from '../../config';
+import { claimForWorkflow } from '../../db/messages/delivery-queue';
+import { loadEmailForDelivery, markEmailFailed, markEmailRetrying, markEmailSent } from '../../db/messages/emails';
+import type { Orm } from '../../db/orm';
+import { PROJECT_DISABLED_ERROR } from '../../db/projects/security';
+import { SUPPRESSED_ERROR } from '../../db/contacts/suppressions';
+import { composeMessage } from '../../mail/compose';
+import { dkimKeyObject } from '../../mail/dkim';
+import { type Mailer, SmtpError } from '../../mail/transport';
+
+export type DeliveryOutcome =
+  /** `recorded`: already marked SENT; otherwise the workflow records it with recordEmailSent. */
+  | { delivered: true; smtpResponse: string; recorded?: boolean }
+  | { delivered: false; reason: 'already_sent' | 'missing' | 'suppressed' | 'project_disabled' };
+
+export function createSendActivities({ orm, mailer, config }: { orm: Orm; mailer: Mailer; config: Pick<Config, 'sendRetryMaxIntervalSeconds'> }) {
+  // Held across the attempt and the backoff before the next one, so the engine leaves the email to this workflow.
+  const leaseSeconds = config.sendRetryMaxIntervalSeconds + 120;
+  return {
+    /**
+     * The per-email retry workflow's attempt (workflowIds.sendEmails; also what executions from
+     * before the delivery engine run). Hands one email to the relay, then marks it SENT at once:
+     * an attempt retried after this worker dies finds it SENT and does not send it again, so the
+     * duplicate window is the moment between the relay's acceptance and that commit. A failure to
+     * record is not a failure to send: the workflow then records it with recordEmailSent.
+     */
+    async deliverEmail(emailId: string): Promise<DeliveryOutcome> {
+      const em = orm.em.fork();
+      const found = await loadEmailForDelivery(em, emailId);
+      if (!found) {
+        // The API starts the workflow inside the transaction that writes the rows, so the first
+        // attempts may run before that commit; only a row missing for good ends delivery.
+        if (Context.current().info.attempt < 10) throw ApplicationFailure.retryable(`Email ${emailId} not visible yet`);
+        return { delivered: false, reason: 'missing' };
+      }
+      if (found.status !== 'QUEUED' && found.status !== 'SENDING') return { delivered: false, reason: 'already_sent' };
+      // A hard-bounced or complaining address (db/contacts/suppressions.ts) is never handed to the relay.
+      if (found.suppressed) {
+        await markEmailFailed(em, emailId, SUPPRESSED_ERROR);
+        return { delivered: false, reason: 'suppressed' };
+      }
+      // A disabled project sends nothing (db/projects/security.ts): the email fails, it is not held.
+      if (found.projectDisabled) {
+        await markEmailFailed(em, emailId, PROJECT_DISABLED_ERROR);
+        return { delivered: false, reason: 'project_disabled' };
+      }
+      const keys = found.dkim;
+      const dkim = keys && { domainName: keys.domain, keySelector: keys.selector, privateKey: dkimKeyObject(keys.privateKeyPem) };
+      // An engine sending it right now holds the lease: try again shortly, and find it settled.
+      if (!(await claimForWorkflow(em, emailId, leaseSeconds))) throw ApplicationFailure.retryable(`Email ${emailId} is being sent by the delivery engine`);
+      let smtpResponse: string;
+      try {
+        const beat = setInterval(() => Context.current().heartbeat(), 5_000);
+        smtpResponse = (await mailer.send(composeMessage(found.email, dkim)).finally(() => clearInterval(beat))).response;
+      } catch (err) {
+        if (err instanceof SmtpError && err.permanent) {
+          await markEmailFailed(em, emailId, err.message, err.message);
+          throw ApplicationFailure.nonRetryable(err.message, 'SmtpPermanentError');
+        }
+        // Retried by Temporal; the row says why meanwhile. Failing to say so must not replace the cause.
+        const message = err instanceof Error ? err.message : String(err);
+        await markEmailRetrying(em, emailId, message, err instanceof SmtpError ? message : null).catch((recordErr: unknown) =>
+          Context.current().log.warn('Recording a failed attempt failed', { emailId, error: String(recordErr) }),
+        );
+        throw err;
+      }
+      const recorded = await markEmailSent(em, emailId, smtpResponse).then(
+        () => true,
+        (err: unknown) => {
+          Context.current().log.warn('Recording SENT failed; the workflow retries it', { emailId, error: String(err) });
+          return false;
+        },
+      );
+      return { delivered: true, smtpResponse, recorded };
+    },
+
+    async recordEmailSent(emailId: string, smtpResponse: string): Promise<void> {
+      await markEmailSent(orm.em.fork(), emailId, smtpResponse);
+    },
+  };
+}

@@ -1,0 +1,31 @@
+import { patched, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import { deliveryOptions } from '../delivery-options';
+import { PATCHES } from '../patches';
+
+export interface SendEmailsInput {
+  emailIds: string[];
+  /** Longest wait between delivery attempts while the relay is down (5 minutes in production). */
+  maxRetryIntervalSeconds: number;
+}
+
+/**
+ * Delivers the emails of one /v1/send request. Delivery retries transient SMTP failures with
+ * backoff for as long as it takes; a 5xx reply is final (the activity marks the email FAILED).
+ */
+export async function sendEmails(input: SendEmailsInput): Promise<void> {
+  const { deliverEmail } = proxyActivities<Activities>(deliveryOptions(input.maxRetryIntervalSeconds));
+  const recordOptions = { startToCloseTimeout: '30 seconds', retry: { initialInterval: '1 second', maximumInterval: '1 minute' } } as const;
+  // Local: no task-queue round trip, and its retries cannot send again, since deliverEmail's
+  // result is already in the history. Executions started before this change recorded SENT with a
+  // regular activity and must replay that way (test/service/replay.test.ts).
+  const { recordEmailSent } = patched(PATCHES.recordSentLocally)
+    ? proxyLocalActivities<Activities>(recordOptions)
+    : proxyActivities<Activities>(recordOptions);
+  await Promise.all(
+    input.emailIds.map(async (emailId) => {
+      const outcome = await deliverEmail(emailId);
+      if (outcome.delivered && !outcome.recorded) await recordEmailSent(emailId, outcome.smtpResponse);
+    }),
+  );
+}

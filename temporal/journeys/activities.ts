@@ -1,0 +1,98 @@
+import { ApplicationFailure } from '@temporalio/activity';
+import type { Config } from '../../config';
+import { OVER_LIMIT_ERROR } from '../../db/billing/allowance';
+import { getContact, updateContact } from '../../db/contacts/contacts';
+import type { JsonValue } from '../../db/entities/contact';
+import { recordSubscriptionChange } from '../../db/events/events';
+import { finishExecution, recordStepFinished, recordStepStarted } from '../../db/journeys/executions';
+import type { Orm } from '../../db/orm';
+import { planEmails, prepareEmail, writeEmails } from '../../db/messages/prepare';
+import { linkSigningSecret } from '../../db/projects/secrets';
+import { transaction } from '../../db/sql';
+import { getTemplate } from '../../db/templates/templates';
+import type { StepConfigs } from '../../db/journeys/steps';
+import { AppError } from '../../errors';
+
+/** A refusal from the data layer (missing template, unverified sender) will not pass on retry. */
+function permanent<T>(work: Promise<T>): Promise<T> {
+  return work.catch((err: unknown) => {
+    if (err instanceof AppError && err.status < 500) throw ApplicationFailure.nonRetryable(err.message, err.code);
+    throw err;
+  });
+}
+
+export function createJourneyActivities({ orm, config }: { orm: Orm; config: Config }) {
+  let linkSecret: Promise<string> | undefined;
+  const secret = () => (linkSecret ??= linkSigningSecret(orm.em.fork(), config.jwtSecret));
+
+  return {
+    recordStepStarted: (input: Parameters<typeof recordStepStarted>[1]) => recordStepStarted(orm.em.fork(), input),
+    recordStepFinished: (input: Parameters<typeof recordStepFinished>[1]) => recordStepFinished(orm.em.fork(), input),
+    finishExecution: (input: Parameters<typeof finishExecution>[1]) => finishExecution(orm.em.fork(), input),
+
+    /**
+     * Renders the template for the contact and writes the email row once per (execution, step),
+     * for the delivery engine of the worker's task queue to send (the journey does not wait for it).
+     * Over the project's monthly workflow cap the row is written FAILED (OVER_LIMIT_ERROR) and the
+     * step completes as skipped: nothing is delivered, and nothing retries.
+     */
+    async queueJourneyEmail(input: {
+      executionId: string;
+      seq: number;
+      projectId: string;
+      contactId: string;
+      templateId: string;
+      recipient: StepConfigs['SEND_EMAIL']['recipient'];
+      context: Record<string, JsonValue>;
+    }): Promise<{ emailId?: string; skipped?: string }> {
+      const em = orm.em.fork();
+      const template = await permanent(getTemplate(em, input.projectId, input.templateId));
+      const contact = await getContact(em, input.projectId, input.contactId).catch(() => undefined);
+      if (!contact) return { skipped: 'contact_deleted' };
+      const marketing = template.type === 'MARKETING';
+      if (marketing && !contact.subscribed && input.recipient.type === 'CONTACT') return { skipped: 'unsubscribed' };
+      if (!template.from) throw ApplicationFailure.nonRetryable(`Template ${template.id} has no sender`, 'TemplateHasNoSender');
+      const plan = await permanent(
+        planEmails(
+          em,
+          {
+            projectId: input.projectId,
+            source: 'workflow',
+            templateId: template.id,
+            from: { email: template.from, name: template.fromName },
+            replyTo: template.replyTo,
+            subject: template.subject,
+            body: template.body,
+            marketing,
+            queue: config.temporal.taskQueue,
+          },
+          { senders: config, links: { publicUrl: config.publicUrl, linkSecret: await secret() } },
+        ),
+      );
+      // A retry renders with a new id but gets the row (and the body rendered with its id) that
+      // the first attempt wrote.
+      const email = prepareEmail(plan, contact, {
+        extra: input.context,
+        toEmail: input.recipient.type === 'CUSTOM' ? input.recipient.customEmail : contact.email,
+        sourceKey: `journey:${input.executionId}:${input.seq}`,
+      });
+      // Over the cap the row is written FAILED; an earlier attempt's row keeps its answer.
+      const [written] = await transaction(em, (tx) => writeEmails(tx, [email], 'fail'));
+      return written!.overLimit ? { skipped: OVER_LIMIT_ERROR } : { emailId: written!.id };
+    },
+
+    async updateJourneyContact(input: {
+      projectId: string;
+      contactId: string;
+      updates?: Record<string, unknown>;
+      subscribed?: boolean;
+    }): Promise<void> {
+      await transaction(orm.em.fork(), async (tx) => {
+        const { contact, previousSubscribed } = await permanent(
+          updateContact(tx, input.projectId, input.contactId, { data: input.updates, subscribed: input.subscribed }),
+        );
+        await recordSubscriptionChange(tx, input.projectId, contact.id, previousSubscribed, contact.subscribed);
+      });
+    },
+  };
+}

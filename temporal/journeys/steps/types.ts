@@ -1,0 +1,39 @@
+import type { JsonValue } from '../../../db/entities/contact';
+import type { Branch, JourneyGraph, StepConfigs, UserStepType } from '../../../db/journeys/steps';
+import type { TrackedEventMessage } from '../../signals';
+
+export interface JourneyInput {
+  executionId: string;
+  projectId: string;
+  workflowId: string;
+  contactId: string;
+  graph: JourneyGraph;
+  context: Record<string, JsonValue>;
+  /** Multiplies DELAY and WAIT_FOR_EVENT durations (1 in production). */
+  timeScale: number;
+  /**
+   * Longest pause between delivery attempts of its SEND_EMAIL steps (SEND_RETRY_MAX_INTERVAL_SECONDS
+   * when it started); executions started before it was passed use 300 s.
+   */
+  maxRetryIntervalSeconds?: number;
+}
+
+/** What a step handler sees: the execution, its context (mutable) and the events signalled so far. */
+export interface StepContext {
+  input: JourneyInput;
+  stepId: string;
+  seq: number;
+  context: Record<string, JsonValue>;
+  events: readonly TrackedEventMessage[];
+}
+
+export interface StepOutcome {
+  /** Which outgoing transition to take; undefined = the unlabelled one. */
+  branch?: Branch;
+  /** Ends the execution as EXITED with this reason. */
+  exit?: string;
+  /** Recorded in the step history. */
+  output?: JsonValue;
+}
+
+export type StepHandler<K extends UserStepType> = (config: StepConfigs[K], ctx: StepContext) => Promise<StepOutcome>;

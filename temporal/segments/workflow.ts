@@ -1,0 +1,55 @@
+import { continueAsNew, ParentClosePolicy, proxyActivities, startChild, workflowInfo } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import type { DeliverSegmentEventsInput } from './activities';
+import { ProjectIdKey } from '../search-attributes';
+
+const { applySegmentMembership } = proxyActivities<Activities>({
+  // One statement over the project's contacts: minutes for millions of them.
+  startToCloseTimeout: '30 minutes',
+  retry: { maximumAttempts: 5 },
+});
+
+const { deliverSegmentEvents } = proxyActivities<Activities>({
+  startToCloseTimeout: '10 minutes',
+  heartbeatTimeout: '1 minute',
+  retry: { maximumAttempts: 10 },
+});
+
+export interface SegmentComputeInput {
+  projectId: string;
+  segmentId: string;
+}
+
+const DELIVERY_BATCH = 500;
+
+/**
+ * POST /segments/:id/compute. The membership diff is one activity (one transaction); the API waits
+ * for this workflow's result, so the events it recorded are delivered by a child workflow that
+ * outlives it, however many there are.
+ */
+export async function segmentCompute(input: SegmentComputeInput): Promise<{ added: number; removed: number; total: number }> {
+  const info = workflowInfo();
+  const outcome = await applySegmentMembership({ ...input, computeId: `${info.workflowId}/${info.runId}` });
+  if (outcome.events) {
+    await startChild(segmentEventDelivery, {
+      workflowId: `${info.workflowId}:events:${outcome.events.firstId}`,
+      args: [{ ...input, ...outcome.events, after: null, limit: DELIVERY_BATCH }],
+      parentClosePolicy: ParentClosePolicy.ABANDON,
+      typedSearchAttributes: [{ key: ProjectIdKey, value: input.projectId }],
+    });
+  }
+  return { added: outcome.added, removed: outcome.removed, total: outcome.total };
+}
+
+/** Delivers a compute's entry/exit events to workflows, a page per activity, in id order. */
+export async function segmentEventDelivery(input: DeliverSegmentEventsInput): Promise<{ delivered: number }> {
+  let after = input.after;
+  let delivered = 0;
+  for (;;) {
+    const page = await deliverSegmentEvents({ ...input, after });
+    delivered += page.delivered;
+    if (page.lastId === null || page.delivered < input.limit) return { delivered };
+    after = page.lastId;
+    if (workflowInfo().continueAsNewSuggested) await continueAsNew<typeof segmentEventDelivery>({ ...input, after });
+  }
+}

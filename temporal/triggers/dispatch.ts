@@ -1,0 +1,125 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Config } from '../../config';
+import type { JsonValue } from '../../db/entities/contact';
+import { activeExecutionIdsOfContact, claimExecution, type ExecutionClaim, releaseExecution, workflowsTriggeredBy } from '../../db/journeys/executions';
+import { queryOne } from '../../db/sql';
+import { executionIdFor } from '../../db/events/trigger-outbox';
+import { loadGraph } from '../../db/journeys/journeys';
+import type { TemporalGateway } from '../client';
+
+export interface TriggerDeps {
+  /** Not inside a transaction: a claimed execution must be visible to its workflow at once. */
+  em: EntityManager;
+  temporal: TemporalGateway;
+  config: Pick<Config, 'journeyTimeScale' | 'sendRetryMaxIntervalSeconds'>;
+  /**
+   * Definition lookups (which workflows an event triggers, a workflow's graph); a caller that
+   * delivers a batch of events passes memoised ones (journeyLookups), so a batch reads each once.
+   */
+  lookups?: JourneyLookups;
+}
+
+export interface JourneyLookups {
+  triggeredBy(projectId: string, eventName: string): Promise<{ id: string; allowReentry: boolean }[]>;
+  graph(workflowId: string): ReturnType<typeof loadGraph>;
+}
+
+/** Lookups that read each answer once for as long as they are kept (one dispatcher batch). */
+export function journeyLookups(em: EntityManager): JourneyLookups {
+  const triggered = new Map<string, ReturnType<JourneyLookups['triggeredBy']>>();
+  const graphs = new Map<string, ReturnType<typeof loadGraph>>();
+  const once = <T>(map: Map<string, Promise<T>>, key: string, load: () => Promise<T>) => {
+    let found = map.get(key);
+    if (!found) {
+      found = load();
+      map.set(key, found);
+      found.catch(() => map.delete(key));
+    }
+    return found;
+  };
+  return {
+    triggeredBy: (projectId, eventName) => once(triggered, `${projectId}\n${eventName}`, () => workflowsTriggeredBy(em, projectId, eventName)),
+    graph: (workflowId) => once(graphs, workflowId, () => loadGraph(em, workflowId)),
+  };
+}
+
+/**
+ * Enters a contact into a workflow: claims the entry in Postgres (the re-entry rule), then
+ * starts the execution with the graph as it is now. The claim and the start cannot part: with an
+ * `executionId` (an event's, executionIdFor) a failed start leaves the claim for the caller's
+ * retry, which finds it and starts that execution; without one (a start from the dashboard) the
+ * claim is undone and the error goes back to the user.
+ */
+export async function startExecution(deps: TriggerDeps, input: ExecutionClaim): Promise<string | null> {
+  const executionId = await claimExecution(deps.em, input);
+  if (!executionId) return null;
+  try {
+    const [graph, names] = await Promise.all([
+      deps.lookups ? deps.lookups.graph(input.workflowId) : loadGraph(deps.em, input.workflowId),
+      journeyNames(deps.em, input.workflowId, input.contactId),
+    ]);
+    await deps.temporal.startJourney(
+      {
+        executionId,
+        projectId: input.projectId,
+        workflowId: input.workflowId,
+        contactId: input.contactId,
+        graph,
+        context: input.context,
+        timeScale: deps.config.journeyTimeScale,
+        maxRetryIntervalSeconds: deps.config.sendRetryMaxIntervalSeconds,
+      },
+      names,
+    );
+    return executionId;
+  } catch (err) {
+    if (!input.executionId) await releaseExecution(deps.em, executionId, input);
+    throw err;
+  }
+}
+
+/** The workflow's name and the contact's email, for the execution's summary in the Temporal UI. */
+async function journeyNames(em: EntityManager, workflowId: string, contactId: string): Promise<{ workflow: string; contact: string }> {
+  const row = await queryOne<{ workflow: string | null; contact: string | null }>(
+    em,
+    'select (select name from workflows where id = ?) as workflow, (select email from contacts where id = ?) as contact',
+    [workflowId, contactId],
+  );
+  return { workflow: row?.workflow ?? workflowId, contact: row?.contact ?? contactId };
+}
+
+/**
+ * What a tracked event does to workflows: the contact's executions that were active when it was
+ * tracked receive it (a WAIT_FOR_EVENT may be waiting for it), then every enabled workflow it
+ * triggers starts an execution with the event data as context, under an id derived from the
+ * event, so repeating all of this after a crash starts nothing twice.
+ */
+export async function deliverTrackedEvent(
+  deps: TriggerDeps,
+  event: { projectId: string; contactId: string; eventId: string; name: string; trackedAt: string; context: Record<string, JsonValue> },
+  /** The executions active when the event was tracked (the outbox row keeps them); looked up now when absent. */
+  signalExecutions?: string[],
+): Promise<{ started: string[] }> {
+  const running = signalExecutions ?? (await activeExecutionIdsOfContact(deps.em, event.projectId, event.contactId));
+  await Promise.all(
+    running.map((id) =>
+      deps.temporal.signalTrackedEvent(id, { eventId: event.eventId, name: event.name, data: event.context, trackedAt: event.trackedAt }),
+    ),
+  );
+  const started: string[] = [];
+  const triggered = deps.lookups
+    ? await deps.lookups.triggeredBy(event.projectId, event.name)
+    : await workflowsTriggeredBy(deps.em, event.projectId, event.name);
+  for (const workflow of triggered) {
+    const id = await startExecution(deps, {
+      projectId: event.projectId,
+      workflowId: workflow.id,
+      contactId: event.contactId,
+      allowReentry: workflow.allowReentry,
+      context: event.context,
+      executionId: executionIdFor(event.eventId, workflow.id),
+    });
+    if (id) started.push(id);
+  }
+  return { started };
+}
