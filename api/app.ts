@@ -6,7 +6,6 @@ import type { AppDeps } from './context';
 import { authenticate, requestScope } from './middleware/auth';
 import { errorHandler, notFoundHandler } from './middleware/errors';
 import { rateLimit } from './middleware/rate-limit';
-import { registerActivityRoutes } from './routes/activity';
 import { registerAnalyticsRoutes } from './routes/analytics';
 import { registerBillingRoutes } from './routes/billing';
 import { registerAuthRoutes } from './routes/auth';
@@ -19,8 +18,10 @@ import { registerDomainRoutes } from './routes/domains';
 import { registerEmailRoutes } from './routes/emails';
 import { registerEventRoutes } from './routes/events';
 import { registerExecutionRoutes } from './routes/executions';
+import { registerFeedRoutes } from './routes/feed';
 import { registerFieldRoutes } from './routes/fields';
 import { registerImportRoutes } from './routes/imports';
+import { registerJourneyRoutes } from './routes/journeys';
 import { registerLandingRoutes } from './routes/landing';
 import { registerMemberRoutes } from './routes/members';
 import { registerMetaRoutes } from './routes/meta';
@@ -35,7 +36,6 @@ import { registerTrackingRoutes } from './routes/tracking';
 import { registerUserRoutes } from './routes/users';
 import { registerUploadRoutes } from './routes/uploads';
 import { registerVerifyRoutes } from './routes/verify';
-import { registerWorkflowRoutes } from './routes/workflows';
 import { RouteRegistry } from './routing';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -81,7 +81,7 @@ export function createApp(deps: AppDeps): App {
   registerPublicRoutes(registry, deps);
   registerVerifyRoutes(registry, deps);
   registerEventRoutes(registry, deps);
-  registerActivityRoutes(registry, deps);
+  registerFeedRoutes(registry, deps);
   registerAnalyticsRoutes(registry, deps);
   registerDomainRoutes(registry, deps);
   registerEmailRoutes(registry, deps);
@@ -89,7 +89,7 @@ export function createApp(deps: AppDeps): App {
   registerSegmentRoutes(registry, deps);
   registerCampaignRoutes(registry, deps);
   // `/workflows/fields` is registered inside, before `/workflows/:id`.
-  registerWorkflowRoutes(registry, deps);
+  registerJourneyRoutes(registry, deps);
   registerExecutionRoutes(registry, deps);
   registerSubscriptionRoutes(registry, deps);
   registerTrackingRoutes(registry, deps);

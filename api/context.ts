@@ -18,6 +18,7 @@ import type { OAuthProvider, OAuthProviderId } from '../oauth/provider';
 export interface AppDeps {
   config: Config;
   orm: Orm;
+  /** Temporal's client and task queue; workflows are started through temporal/<feature>/lifecycle.ts. */
   temporal: TemporalGateway;
   logger: Logger;
   /** The service's one DNS resolver (DNS_SERVERS). */

@@ -36,7 +36,9 @@ import { parseArgs } from 'node:util';
 import { Client } from 'pg';
 import { createOrm, migrate, type Orm } from '../db/orm';
 import { createProject } from '../db/projects/projects';
-import { compileCondition, loadCompileContext, type SegmentCondition } from '../db/conditions/sql';
+import { loadCompileContext } from '../db/conditions/compile-context';
+import type { Condition } from '../db/conditions/grammar';
+import { compileCondition } from '../db/conditions/sql';
 import { createSegment, refreshSegmentCount } from '../db/segments/segments';
 import { createBenchDatabase, environmentLine, log, positiveInt } from './support';
 
@@ -46,7 +48,7 @@ const SEGMENT_INDEXES: Record<string, string> = {
   events_name_time: 'create index events_name_time on events (project_id, name, created_at) include (contact_id)',
 };
 
-const CONDITIONS: { label: string; condition: SegmentCondition }[] = [
+const CONDITIONS: { label: string; condition: Condition }[] = [
   {
     label: "data.plan equals 'pro' AND subscribed",
     condition: {

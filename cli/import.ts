@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { loadConfig } from '../config';
-import { createImportJob, getImportJob, type ImportJobDto, validateImportFile } from '../db/contacts/imports';
+import { queueContactImport } from '../api/use-cases/imports';
+import { getImportJob, type ImportJobDto, validateImportFile } from '../db/contacts/imports';
 import { ProjectSchema } from '../db/entities/project';
 import type { Orm as MikroORM } from '../db/orm';
 import { AppError } from '../errors';
@@ -128,8 +129,7 @@ export async function runContactsImport(
       );
       let jobId: string;
       try {
-        jobId = await createImportJob(orm.em.fork(), project.id, file);
-        await gateway.startContactImport(project.id, jobId);
+        jobId = await queueContactImport({ temporal: gateway }, orm.em.fork(), project.id, file);
       } finally {
         await gateway.close();
       }

@@ -2,8 +2,9 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { appendToBody } from './html';
 
 /**
- * Open and click tracking: the HTML rewriting done when an email is rendered, and the signed
- * tokens the tracking endpoints (`GET /t/o/:token`, `GET /t/c/:token`) read back.
+ * Open and click tracking (engagement, recorded by db/messages/engagement.ts; not the events a
+ * client tracks with `POST /v1/track`): the HTML rewriting done when an email is rendered, and the
+ * signed tokens the tracking endpoints (`GET /t/o/:token`, `GET /t/c/:token`) read back.
  *
  * A token is `<payload>.<mac>`, both base64url. The payload is the email id's 16 bytes, followed
  * for a click by the target URL in UTF-8; the MAC is HMAC-SHA256 over the purpose and the payload,

@@ -26,7 +26,11 @@ export interface ActivityDeps {
   listener: OutboxListener;
 }
 
-/** Activities are built from their dependencies, so tests and the worker wire them the same way. */
+/**
+ * Activities are built from their dependencies, so tests and the worker wire them the same way.
+ * The worker registers them all; each workflow proxies only its own feature's (typed from the
+ * factory beside it, test/architecture.test.ts), so the names here must stay unique.
+ */
 export function createActivities(deps: ActivityDeps) {
   return {
     ...createContactFieldActivities(deps),
@@ -44,5 +48,3 @@ export function createActivities(deps: ActivityDeps) {
     ...createSystemEmailActivities(deps),
   };
 }
-
-export type Activities = ReturnType<typeof createActivities>;

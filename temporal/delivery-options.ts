@@ -1,5 +1,8 @@
 import type { ActivityOptions } from '@temporalio/workflow';
 
+/** The failure type of a 5xx SMTP reply (temporal/failures.ts): never retried. */
+export const SMTP_PERMANENT_ERROR = 'SmtpPermanentError';
+
 /**
  * How email delivery activities run, for /v1/send and journeys alike: transient SMTP failures
  * retry with backoff for as long as it takes, a 5xx reply never; the activity heartbeats while
@@ -12,6 +15,6 @@ export const deliveryOptions = (maxRetryIntervalSeconds: number): ActivityOption
     initialInterval: '1 second',
     backoffCoefficient: 2,
     maximumInterval: `${maxRetryIntervalSeconds} seconds`,
-    nonRetryableErrorTypes: ['SmtpPermanentError'],
+    nonRetryableErrorTypes: [SMTP_PERMANENT_ERROR],
   },
 });

@@ -45,6 +45,23 @@ describe('architecture', () => {
     const packages = bundle.edges.filter((e) => !e.typeOnly && !e.to.endsWith('.ts') && !['@temporalio/workflow', '@temporalio/common'].includes(e.to));
     expect([...outside, ...show(packages)]).toEqual([]);
   });
+
+  it("types each workflow's activity proxies with its own feature's activities, never the worker's merged set", () => {
+    // Activity modules: files named for them (the worker's merge, temporal/activities.ts, too), and every factory it merges.
+    const merged = importsOf('temporal/activities.ts').map((e) => e.to);
+    const activityModule = (file: string) => /activities/.test(file) || merged.includes(file);
+    // Another feature's activities, each for a reason.
+    const allowed = [
+      // SEND_EMAIL steps of executions from before the delivery engine deliver as /v1/send does.
+      'temporal/journeys/steps/proxies.ts -> temporal/delivery/send-emails-activities.ts',
+      // The checkDomainNow update answers with the domain check's outcome; no proxy.
+      'temporal/signals.ts -> temporal/domains/activities.ts',
+    ];
+    const typed = workflowBundle('temporal/workflows.ts').edges.filter((e) => e.typeOnly && activityModule(e.to));
+    const foreign = typed.filter((e) => featureOf(e.to) === undefined || featureOf(e.to) !== featureOf(e.from)).map((e) => `${e.from} -> ${e.to}`);
+    expect(typed.length).toBeGreaterThan(10);
+    expect(foreign.filter((e) => !allowed.includes(e))).toEqual([]);
+  });
 });
 
 describe('the import graph checks themselves', () => {

@@ -1,7 +1,7 @@
 import { campaignStats, timeseries, topCampaigns, topEvents, zonedMidnight } from '../../db/insights/analytics';
 import type { AppDeps } from '../context';
 import type { RouteRegistry } from '../routing';
-import { isDateOnly, toInstant } from '../schemas/activity';
+import { isDateOnly, toInstant } from '../schemas/feed';
 import {
   campaignStatsQuery,
   campaignStatsResponse,

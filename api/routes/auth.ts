@@ -1,7 +1,6 @@
 import type { Request } from 'express';
 import { decoyHash } from '../../db/accounts/passwords';
 import { logIn, requestPasswordReset, requestVerification, resetPassword, signUp, verifyEmail } from '../../db/accounts/users';
-import type { TokenMail } from '../../db/accounts/user-tokens';
 import { AppError } from '../../errors';
 import { OAUTH_PROVIDERS } from '../../oauth/provider';
 import { authPages } from '../auth-pages';
@@ -19,6 +18,8 @@ import {
   userResponse,
 } from '../schemas/auth';
 import { clearSessionCookie, revokeRequestSession, setSessionCookie } from '../session';
+import { TEMPORAL_UNAVAILABLE_TEXT } from '../use-cases/call-temporal';
+import { accountMail } from '../use-cases/account-mail';
 
 const TAG = 'Authentication';
 
@@ -29,18 +30,14 @@ export function registerAuthRoutes(api: RouteRegistry, deps: AppDeps): void {
   void decoyHash();
   const clientIp = (req: Request) => req.ip ?? req.socket.remoteAddress ?? 'unknown';
   const mailLimit = (req: Request) => ({ ip: clientIp(req), perMinute: config.auth.loginAttemptsPerMinute });
-  const mail: TokenMail = {
-    publicUrl: config.publicUrl,
-    verifyTokenTtlMinutes: config.auth.verifyTokenTtlMinutes,
-    resetTokenTtlMinutes: config.auth.resetTokenTtlMinutes,
-    start: (id) => deps.temporal.sendSystemEmail(id),
-  };
+  const mail = accountMail(deps);
 
   api.add({
     method: 'post',
     path: '/auth/signup',
     tag: TAG,
     summary: 'Create an account, sign it in (session cookie) and send a verification email (rate limited per IP)',
+    errors: { 503: TEMPORAL_UNAVAILABLE_TEXT },
     auth: 'none',
     body: signupBody,
     response: userResponse,
@@ -105,6 +102,7 @@ export function registerAuthRoutes(api: RouteRegistry, deps: AppDeps): void {
     path: '/auth/request-verification',
     tag: TAG,
     summary: 'Send a new verification email to the signed-in user (earlier links stop working; limited per account and IP)',
+    errors: { 503: TEMPORAL_UNAVAILABLE_TEXT },
     auth: 'session',
     response: acceptedResponse,
     status: 202,
@@ -149,6 +147,7 @@ export function registerAuthRoutes(api: RouteRegistry, deps: AppDeps): void {
     path: '/auth/request-password-reset',
     tag: TAG,
     summary: 'Email a password reset link; answers the same whether or not the account exists (limited per address and IP)',
+    errors: { 503: TEMPORAL_UNAVAILABLE_TEXT },
     auth: 'none',
     body: requestResetBody,
     response: acceptedResponse,

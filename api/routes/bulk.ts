@@ -1,7 +1,9 @@
-import { createBulkJob, getBulkJob, type BulkOperation, setBulkJobStatus } from '../../db/contacts/bulk-jobs';
+import { getBulkJob, type BulkOperation } from '../../db/contacts/bulk-jobs';
 import type { AppDeps } from '../context';
 import type { RouteRegistry } from '../routing';
 import { bulkAccepted, bulkBody, bulkJobParams, bulkJobSchema } from '../schemas/bulk';
+import { TEMPORAL_UNAVAILABLE_TEXT } from '../use-cases/call-temporal';
+import { queueBulkJob } from '../use-cases/bulk';
 
 const SUMMARIES: Record<BulkOperation, string> = {
   subscribe: 'Subscribe up to 1,000 contacts (by id) in a background job; each change emits contact.subscribed',
@@ -17,20 +19,12 @@ export function registerBulkRoutes(api: RouteRegistry, deps: AppDeps): void {
       path: `/contacts/bulk-${operation}`,
       tag: 'Contacts',
       summary: SUMMARIES[operation],
+      errors: { 503: TEMPORAL_UNAVAILABLE_TEXT },
       auth: 'secret',
       body: bulkBody,
       response: bulkAccepted,
       status: 202,
-      handler: async ({ scope, project, body }) => {
-        const job = await createBulkJob(scope.em, project.id, operation, (body.ids ?? body.contactIds)!);
-        try {
-          await deps.temporal.startBulkContacts(project.id, job.jobId);
-        } catch (err) {
-          await setBulkJobStatus(scope.em, job.jobId, 'failed', `Could not start: ${(err as Error).message}`);
-          throw err;
-        }
-        return job;
-      },
+      handler: ({ scope, project, body }) => queueBulkJob(deps, scope.em, project.id, operation, (body.ids ?? body.contactIds)!),
     });
   }
 

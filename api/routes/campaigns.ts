@@ -1,18 +1,12 @@
 import { z } from 'zod';
 import {
   campaignStats,
-  checkSegment,
-  createCampaign,
   deleteCampaign,
   duplicateCampaign,
   getCampaign,
   listCampaigns,
-  markCampaignCancelled,
-  markCampaignForSending,
   queueTestEmail,
-  replaceCampaign,
 } from '../../db/campaigns/campaigns';
-import { requireVerifiedSender } from '../../db/domains/domains';
 import type { AppDeps } from '../context';
 import type { RouteRegistry } from '../routing';
 import { ERROR_TEXT } from '../openapi';
@@ -27,12 +21,10 @@ import {
   testCampaignBody,
   testSendResponse,
 } from '../schemas/campaigns';
+import { TEMPORAL_UNAVAILABLE_TEXT } from '../use-cases/call-temporal';
+import { cancelCampaign, draftCampaign, editCampaign, sendCampaign } from '../use-cases/campaigns';
 
-/**
- * Campaigns. Every change that involves the campaign's workflow (send, reschedule, cancel) writes
- * the row and calls Temporal in one transaction, Temporal last: if Temporal refuses, the row rolls
- * back and the client can retry; the workflow's own first step waits on the row lock.
- */
+/** Campaigns; what their workflow takes part in is in use-cases/campaigns.ts. */
 export function registerCampaignRoutes(api: RouteRegistry, deps: AppDeps): void {
   api.add({
     method: 'get',
@@ -62,11 +54,7 @@ SENDING campaign can be CANCELLED. Only DRAFT and SCHEDULED campaigns can be edi
     body: createCampaignBody,
     response: campaignSchema,
     status: 201,
-    handler: async ({ scope, project, body }) => {
-      await requireVerifiedSender(scope.em, project.id, body.from, deps.config);
-      await checkSegment(scope.em, project.id, body.segmentId);
-      return createCampaign(scope.em, project.id, body);
-    },
+    handler: ({ scope, project, body }) => draftCampaign(deps, scope.em, project.id, body),
   });
 
   api.add({
@@ -85,20 +73,16 @@ SENDING campaign can be CANCELLED. Only DRAFT and SCHEDULED campaigns can be edi
     path: '/campaigns/:id',
     tag: 'Campaigns',
     summary: 'Replace a DRAFT or SCHEDULED campaign (409 otherwise); `scheduledFor` moves a SCHEDULED one',
-    errors: { 403: ERROR_TEXT.domainNotVerified, 409: '`CAMPAIGN_NOT_EDITABLE`: the campaign is SENDING, SENT or CANCELLED' },
+    errors: {
+      403: ERROR_TEXT.domainNotVerified,
+      409: '`CAMPAIGN_NOT_EDITABLE`: the campaign is SENDING, SENT or CANCELLED',
+      503: TEMPORAL_UNAVAILABLE_TEXT,
+    },
     auth: 'secret',
     params: idParams,
     body: replaceCampaignBody,
     response: campaignSchema,
-    handler: async ({ scope, project, params, body }) => {
-      await requireVerifiedSender(scope.em, project.id, body.from, deps.config);
-      await checkSegment(scope.em, project.id, body.segmentId);
-      return scope.em.transactional(async (tx) => {
-        const { campaign, rescheduledTo } = await replaceCampaign(tx, project.id, params.id, body);
-        if (rescheduledTo) await deps.temporal.startCampaign({ projectId: project.id, campaignId: campaign.id, scheduledFor: rescheduledTo });
-        return campaign;
-      });
-    },
+    handler: ({ scope, project, params, body }) => editCampaign(deps, scope.em, project.id, params.id, body),
   });
 
   api.add({
@@ -141,18 +125,13 @@ when every recipient has been handled. Follow it with \`GET /campaigns/{id}\` or
       402: ERROR_TEXT.billingLimit,
       403: ERROR_TEXT.domainNotVerified,
       409: '`CAMPAIGN_NOT_DRAFT`: only a DRAFT can be sent (move a SCHEDULED one with `PUT`, or duplicate a sent one)',
+      503: TEMPORAL_UNAVAILABLE_TEXT,
     },
     auth: 'secret',
     params: idParams,
     body: sendCampaignBody,
     response: campaignSchema,
-    handler: ({ scope, project, params, body }) =>
-      scope.em.transactional(async (tx) => {
-        const campaign = await markCampaignForSending(tx, project.id, params.id, body.scheduledFor);
-        await requireVerifiedSender(tx, project.id, campaign.from, deps.config);
-        await deps.temporal.startCampaign({ projectId: project.id, campaignId: campaign.id, scheduledFor: campaign.scheduledFor });
-        return campaign;
-      }),
+    handler: ({ scope, project, params, body }) => sendCampaign(deps, scope.em, project.id, params.id, body.scheduledFor),
   });
 
   api.add({
@@ -160,16 +139,11 @@ when every recipient has been handled. Follow it with \`GET /campaigns/{id}\` or
     path: '/campaigns/:id/cancel',
     tag: 'Campaigns',
     summary: 'Cancel a SCHEDULED or SENDING campaign (→ CANCELLED; a running send stops within about a tenth of a second)',
-    errors: { 409: '`CAMPAIGN_NOT_CANCELLABLE`: only SCHEDULED or SENDING campaigns can be cancelled' },
+    errors: { 409: '`CAMPAIGN_NOT_CANCELLABLE`: only SCHEDULED or SENDING campaigns can be cancelled', 503: TEMPORAL_UNAVAILABLE_TEXT },
     auth: 'secret',
     params: idParams,
     response: campaignSchema,
-    handler: ({ scope, project, params }) =>
-      scope.em.transactional(async (tx) => {
-        const campaign = await markCampaignCancelled(tx, project.id, params.id);
-        await deps.temporal.cancelCampaign(campaign.id);
-        return campaign;
-      }),
+    handler: ({ scope, project, params }) => cancelCampaign(deps, scope.em, project.id, params.id),
   });
 
   api.add({

@@ -1,12 +1,13 @@
 import { z } from 'zod';
-import { addDomain, deleteDomain, getDomain, listDomains, withSendingState } from '../../db/domains/domains';
+import { listDomains, withSendingState } from '../../db/domains/domains';
 import { notFound } from '../../errors';
-import { generateDkimKeyPair } from '../../mail/dkim';
 import type { AppDeps } from '../context';
 import type { RouteRegistry } from '../routing';
 import { ERROR_TEXT } from '../openapi';
 import { idParams } from '../schemas/common';
 import { addDomainBody, domainSchema, projectIdParams } from '../schemas/domains';
+import { TEMPORAL_UNAVAILABLE_TEXT } from '../use-cases/call-temporal';
+import { checkDomain, registerDomain, removeDomain } from '../use-cases/domains';
 
 export function registerDomainRoutes(api: RouteRegistry, deps: AppDeps): void {
   api.add({
@@ -22,17 +23,16 @@ A background workflow checks the records every few minutes while the domain is \
 regularly once it is \`verified\` (a domain whose DKIM record disappears goes back to \`pending\`).
 \`GET /domains/{id}/verify\` checks now. In outbox mode (no SMTP relay configured) a registered
 domain can send at once. Needs the ADMIN role with a session.`,
-    errors: { 409: '`CONFLICT`: the domain is already registered, in this project or another one (a domain belongs to one project)' },
+    errors: {
+      409: '`CONFLICT`: the domain is already registered, in this project or another one (a domain belongs to one project)',
+      503: TEMPORAL_UNAVAILABLE_TEXT,
+    },
     auth: 'secret',
     role: 'ADMIN',
     body: addDomainBody,
     response: domainSchema,
     status: 201,
-    handler: async ({ scope, project, body }) => {
-      const domain = await addDomain(scope.em, project.id, body.domain, await generateDkimKeyPair());
-      await deps.temporal.startDomainVerification(project.id, domain.id);
-      return withSendingState(domain, deps.config);
-    },
+    handler: async ({ scope, project, body }) => withSendingState(await registerDomain(deps, scope.em, project.id, body.domain), deps.config),
   });
 
   api.add({
@@ -62,12 +62,7 @@ domain can send at once. Needs the ADMIN role with a session.`,
     role: 'ADMIN',
     params: idParams,
     response: domainSchema,
-    handler: async ({ scope, project, params }) => {
-      await getDomain(scope.em, project.id, params.id);
-      const { domain } = await deps.temporal.checkDomainNow(project.id, params.id);
-      if (!domain) throw notFound('domain');
-      return withSendingState(domain, deps.config);
-    },
+    handler: async ({ scope, project, params }) => withSendingState(await checkDomain(deps, scope.em, project.id, params.id), deps.config),
   });
 
   api.add({
@@ -76,13 +71,13 @@ domain can send at once. Needs the ADMIN role with a session.`,
     tag: 'Domains',
     summary: 'Remove a domain (ends its verification workflow)',
     description: 'Mail can no longer be sent from the domain; its DKIM key is deleted, so publish new records if you add it again.',
+    errors: { 503: TEMPORAL_UNAVAILABLE_TEXT },
     auth: 'secret',
     role: 'ADMIN',
     params: idParams,
     response: z.object({ id: z.string(), deleted: z.literal(true) }),
     handler: async ({ scope, project, params }) => {
-      await deleteDomain(scope.em, project.id, params.id);
-      await deps.temporal.stopDomainVerification(params.id);
+      await removeDomain(deps, scope.em, project.id, params.id);
       return { id: params.id, deleted: true as const };
     },
   });

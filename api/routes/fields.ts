@@ -1,10 +1,12 @@
 import { z } from 'zod';
-import { fieldValues, listFields, requireCustomField } from '../../db/contacts/fields';
+import { fieldValues, listFields } from '../../db/contacts/fields';
 import { fieldUsage } from '../../db/segments/segments';
 import type { AppDeps } from '../context';
 import type { RouteRegistry } from '../routing';
 import { deleteFieldResponse, fieldDescriptor, fieldParams, fieldValuesQuery, fieldValuesResponse } from '../schemas/contacts';
 import { fieldUsageResponse } from '../schemas/segments';
+import { TEMPORAL_UNAVAILABLE_TEXT } from '../use-cases/call-temporal';
+import { deleteCustomField } from '../use-cases/contact-fields';
 
 export function registerFieldRoutes(api: RouteRegistry, deps: AppDeps): void {
   api.add({
@@ -45,13 +47,10 @@ export function registerFieldRoutes(api: RouteRegistry, deps: AppDeps): void {
     path: '/contacts/fields/:field',
     tag: 'Contact fields',
     summary: 'Remove a custom field from every contact (in bounded batches, as a Temporal workflow)',
+    errors: { 503: TEMPORAL_UNAVAILABLE_TEXT },
     auth: 'secret',
     params: fieldParams,
     response: deleteFieldResponse,
-    handler: async ({ scope, project, params }) => {
-      const key = await requireCustomField(scope.em, project.id, params.field);
-      const { removed } = await deps.temporal.deleteContactField(project.id, key);
-      return { field: `data.${key}`, removed };
-    },
+    handler: ({ scope, project, params }) => deleteCustomField(deps, scope.em, project.id, params.field),
   });
 }

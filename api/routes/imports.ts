@@ -1,8 +1,10 @@
-import { createImportJob, getImportJob, importTooLarge, MAX_IMPORT_BYTES, validateImportFile } from '../../db/contacts/imports';
+import { getImportJob, importTooLarge, MAX_IMPORT_BYTES, validateImportFile } from '../../db/contacts/imports';
 import type { AppDeps } from '../context';
 import { readSingleFile } from '../multipart';
 import type { RouteRegistry } from '../routing';
 import { importJobParams, importJobSchema, importQueuedResponse } from '../schemas/imports';
+import { TEMPORAL_UNAVAILABLE_TEXT } from '../use-cases/call-temporal';
+import { queueContactImport } from '../use-cases/imports';
 
 export { MAX_IMPORT_BYTES };
 
@@ -13,14 +15,14 @@ export function registerImportRoutes(api: RouteRegistry, deps: AppDeps): void {
     tag: 'Contacts',
     summary:
       'Import contacts from a CSV file (multipart form part "file", UTF-8, at most 5 MB): answers at once with a queued job; poll GET /contacts/import/{jobId}',
+    errors: { 503: TEMPORAL_UNAVAILABLE_TEXT },
     auth: 'secret',
     response: importQueuedResponse,
     status: 202,
     handler: async ({ scope, project, req }) => {
       const file = await readSingleFile(req, { parts: ['file'], maxBytes: MAX_IMPORT_BYTES, what: 'the CSV file', tooLarge: importTooLarge });
       validateImportFile(file);
-      const jobId = await createImportJob(scope.em, project.id, file);
-      await deps.temporal.startContactImport(project.id, jobId);
+      const jobId = await queueContactImport(deps, scope.em, project.id, file);
       return { jobId, status: 'queued' as const };
     },
   });

@@ -1,15 +1,11 @@
-import { queueSend } from '../../db/messages/send';
-import { outboxNotice } from '../../mail/outbox';
-import { idempotent } from '../../db/projects/idempotency';
-import { trackEvent } from '../../db/events/track';
-import { queueTriggers } from '../../db/events/trigger-outbox';
 import type { AppDeps } from '../context';
 import { idempotencyKey } from '../idempotency-key';
 import type { RouteContext, RouteRegistry } from '../routing';
 import { ERROR_TEXT } from '../openapi';
 import { sendExamples, trackExamples } from '../schemas/public-examples';
-import { MESSAGE_MAX_BYTES, sendBody, sendResponse } from '../schemas/send';
+import { sendBody, sendResponse } from '../schemas/send';
 import { trackBody, trackResponse } from '../schemas/events';
+import { sendTransactional, trackAndTrigger } from '../use-cases/public';
 import type { Response } from 'express';
 import type { z } from 'zod';
 
@@ -49,26 +45,8 @@ for as long as it takes, by its own workflow.
     // Attachments travel base64-encoded: 40 MB of message needs a little more than that as JSON.
     bodyLimit: '55mb',
     response: sendResponse,
-    handler: async ({ scope, project, body, req, res }) => {
-      const result = await idempotent(scope.em, project.id, 'send', idempotencyKey(req), body, async (tx) => {
-        const emails = await queueSend(
-          tx,
-          {
-            projectId: project.id,
-            publicUrl: deps.config.publicUrl,
-            linkSecret: deps.linkSecret,
-            maxMessageBytes: MESSAGE_MAX_BYTES,
-            senders: deps.config,
-            queue: deps.config.temporal.taskQueue,
-          },
-          body,
-        );
-        const outbox = deps.config.outbox ? { outbox: outboxNotice(deps.config.publicUrl) } : {};
-        return { status: 200, body: { success: true, data: { emails, timestamp: new Date().toISOString(), ...outbox } } };
-      });
-      if (!result.replayed) deps.wakeups.emails(deps.config.temporal.taskQueue);
-      return replay(res, result);
-    },
+    handler: async ({ scope, project, body, req, res }) =>
+      replay(res, await sendTransactional(deps, scope.em, project.id, idempotencyKey(req), body)),
   });
 
   const track = async ({
@@ -77,24 +55,8 @@ for as long as it takes, by its own workflow.
     body,
     req,
     res,
-  }: Pick<RouteContext<'secret', z.output<typeof trackBody>, undefined, undefined>, 'scope' | 'project' | 'body' | 'req' | 'res'>) => {
-    let queued = false;
-    const result = await idempotent(scope.em, project.id, 'track', idempotencyKey(req), body, async (tx) => {
-      const tracked = await trackEvent(tx, project.id, body);
-      // In the same transaction: the journeys it starts and the executions it signals are a promise kept after any crash.
-      queued = await queueTriggers(tx, deps.config.temporal.taskQueue, {
-        projectId: project.id,
-        contactId: tracked.contact,
-        eventId: tracked.event,
-        name: body.event,
-        trackedAt: tracked.timestamp,
-        context: tracked.context,
-      });
-      return { status: 200, body: { success: true, data: { contact: tracked.contact, event: tracked.event, timestamp: tracked.timestamp } } };
-    });
-    if (queued) deps.wakeups.triggers(deps.config.temporal.taskQueue);
-    return replay(res, result);
-  };
+  }: Pick<RouteContext<'secret', z.output<typeof trackBody>, undefined, undefined>, 'scope' | 'project' | 'body' | 'req' | 'res'>) =>
+    replay(res, await trackAndTrigger(deps, scope.em, project.id, idempotencyKey(req), body));
 
   api.add({
     method: 'post',

@@ -7,7 +7,6 @@ import {
   listSegments,
   refreshSegmentCount,
   removeStaticMembers,
-  requireComputable,
   segmentContacts,
   updateSegment,
 } from '../../db/segments/segments';
@@ -27,6 +26,8 @@ import {
   segmentSchema,
   updateSegmentBody,
 } from '../schemas/segments';
+import { TEMPORAL_UNAVAILABLE_TEXT } from '../use-cases/call-temporal';
+import { recomputeSegment } from '../use-cases/segments';
 
 export function registerSegmentRoutes(api: RouteRegistry, deps: AppDeps): void {
   api.add({
@@ -170,14 +171,11 @@ events that can trigger workflows.`,
     tag: 'Segments',
     summary:
       'Recompute the membership of a tracked DYNAMIC segment (a Temporal workflow): writes it, fires segment.<slug>.entry / .exit events, which trigger workflows',
-    errors: { 409: '`CONFLICT`: only a DYNAMIC segment with `trackMembership` can be computed' },
+    errors: { 409: '`CONFLICT`: only a DYNAMIC segment with `trackMembership` can be computed', 503: TEMPORAL_UNAVAILABLE_TEXT },
     auth: 'secret',
     params: idParams,
     response: computeResponse,
-    handler: async ({ scope, project, params }) => {
-      await requireComputable(scope.em, project.id, params.id);
-      return deps.temporal.computeSegment(project.id, params.id);
-    },
+    handler: ({ scope, project, params }) => recomputeSegment(deps, scope.em, project.id, params.id),
   });
 
   api.add({

@@ -13,7 +13,8 @@ const NO_CACHE = {
 };
 
 /**
- * The open pixel and the click redirect written into tracked mail (mail/tracking.ts). No key: the
+ * Open and click tracking (engagement; the events of `POST /v1/track` are api/routes/public.ts):
+ * the open pixel and the click redirect written into tracked mail (mail/tracking.ts). No key: the
  * signed token is the credential. Recording never stands between a reader and the answer: a
  * failure to record is logged, the pixel or the redirect is served all the same. HEAD requests
  * (link checkers) are answered but not counted.

@@ -1,8 +1,7 @@
 import { z } from 'zod';
 import { rotateProjectKeys } from '../../db/projects/projects';
 import { projectSecurity } from '../../db/projects/security';
-import { resetProject } from '../../db/projects/reset';
-import { createUserProject, deleteProject, getMe, listUserProjects, renameProject } from '../../db/accounts/user-projects';
+import { createUserProject, getMe, listUserProjects, renameProject } from '../../db/accounts/user-projects';
 import type { AppDeps } from '../context';
 import type { RouteRegistry } from '../routing';
 import {
@@ -17,6 +16,7 @@ import {
   securitySchema,
   userProjectSchema,
 } from '../schemas/accounts';
+import { removeProject, resetProjectData } from '../use-cases/projects';
 
 /**
  * The signed-in user and their projects. Session only: a project key cannot reach these (401).
@@ -82,7 +82,7 @@ export function registerUserRoutes(api: RouteRegistry, deps: AppDeps): void {
     params: projectIdParam,
     response: deletedSchema,
     handler: async ({ scope, params }) => {
-      await deleteProject(scope.em, params.id, deps.temporal, deps.storage);
+      await removeProject(deps, scope.em, params.id);
       return { id: params.id, deleted: true as const };
     },
   });
@@ -125,6 +125,6 @@ export function registerUserRoutes(api: RouteRegistry, deps: AppDeps): void {
     params: projectIdParam,
     body: resetProjectBody,
     response: resetSummarySchema,
-    handler: ({ scope, params, body }) => resetProject(scope.em, params.id, body.confirm, deps.temporal),
+    handler: ({ scope, params, body }) => resetProjectData(deps, scope.em, params.id, body.confirm),
   });
 }

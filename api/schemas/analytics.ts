@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { INTERVALS, MAX_BUCKETS, METRICS, TOP_CAMPAIGN_METRICS, type Metric } from '../../db/insights/analytics';
-import { checkRange, rangeShape } from './activity';
+import { checkRange, rangeShape } from './feed';
 
 /** An IANA zone name the runtime knows (Europe/Paris, America/New_York, UTC). */
 const timezoneParam = z

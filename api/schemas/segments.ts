@@ -1,15 +1,15 @@
 import { z } from 'zod';
 import {
+  type Condition,
+  CONDITION_OPERATORS,
+  type ConditionGroup,
   DURATION_UNITS,
   MAX_DATA_PATH_SEGMENTS,
   operatorsFor,
-  parseSegmentField,
-  SEGMENT_OPERATORS,
-  type SegmentCondition,
-  type SegmentConditionGroup,
+  parseConditionField,
   TIMED_OPERATORS,
   VALUELESS_OPERATORS,
-} from '../../db/conditions/sql';
+} from '../../db/conditions/grammar';
 import { pageQuery } from './common';
 import { contactSchema } from './contacts';
 
@@ -28,12 +28,12 @@ export const segmentFilter = z
       .describe(
         'email, subscribed, createdAt, updatedAt, data.<path>, event.<name>, email.<sent|delivered|opened|clicked|bounced|complained>, segment.<segmentId>',
       ),
-    operator: z.enum(SEGMENT_OPERATORS),
+    operator: z.enum(CONDITION_OPERATORS),
     value: z.union([z.string().max(1000), z.number(), z.boolean()]).optional(),
     unit: z.enum(DURATION_UNITS).optional().describe('With within, olderThan, triggeredWithin, triggeredOlderThan'),
   })
   .superRefine((f, ctx) => {
-    const field = parseSegmentField(f.field);
+    const field = parseConditionField(f.field);
     if (!field) {
       ctx.addIssue({
         code: 'custom',
@@ -75,7 +75,7 @@ export const segmentFilter = z
 
 const logic = z.enum(['AND', 'OR']);
 
-export const segmentConditionGroup: z.ZodType<SegmentConditionGroup> = z
+export const segmentConditionGroup: z.ZodType<ConditionGroup> = z
   .object({
     logic: logic.describe('How the groups combine; inside a group, its filters and nested condition all hold'),
     get groups() {
@@ -95,10 +95,10 @@ export const segmentConditionGroup: z.ZodType<SegmentConditionGroup> = z
   })
   .meta({ id: 'SegmentConditionGroup' });
 
-function depth(c: SegmentCondition): number {
+function depth(c: Condition): number {
   return 'field' in c ? 0 : 1 + Math.max(0, ...c.groups.map((g) => (g.conditions ? depth(g.conditions) : 0)));
 }
-function filterCount(c: SegmentCondition): number {
+function filterCount(c: Condition): number {
   return 'field' in c ? 1 : c.groups.reduce((n, g) => n + g.filters.length + (g.conditions ? filterCount(g.conditions) : 0), 0);
 }
 

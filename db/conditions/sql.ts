@@ -1,14 +1,24 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
-import { notFound } from '../../errors';
-import { parseFullIsoDateTime } from './evaluate';
 import type { FieldType } from '../entities/contact-field';
-import { query, queryOne } from '../sql';
-import { CONDITION_OPERATORS } from '../journeys/steps';
+import { type Sql, FALSE, joinSql, raw, sql, TRUE } from './fragments';
+import {
+  type Condition,
+  type ConditionFilter,
+  type ConditionOperator,
+  type ConditionValue,
+  durationMs,
+  type EngagementActivity,
+  isFilter,
+  operatorsFor,
+  parseConditionField,
+} from './grammar';
+import { asBoolean, asNumber, keyPaths, parseDate, parseDateValue, parseFullIsoDateTime } from './values';
 
 /**
- * Segment conditions → SQL (contract-decisions "Segments"). A condition is compiled into one
- * predicate over `contacts c`, so counting, listing and diffing a segment are single statements:
- * no contact is ever evaluated row by row in Node.
+ * The condition language's SQL back-end (fields and operators in grammar.ts): segment conditions
+ * → SQL (contract-decisions "Segments"). A condition is compiled into one predicate over
+ * `contacts c`, so counting, listing and diffing a segment are single statements: no contact is
+ * ever evaluated row by row in Node. What compiling needs from the database is loaded by
+ * compile-context.ts.
  *
  * The value rules are those of the workflow CONDITION evaluator (db/conditions/evaluate.ts, see its header),
  * so a segment and a CONDITION step agree on every contact:
@@ -44,170 +54,13 @@ import { CONDITION_OPERATORS } from '../journeys/steps';
  * EXISTS subqueries stay at the top level of AND where PostgreSQL turns them into semi-joins.
  */
 
-export const SEGMENT_OPERATORS = [...CONDITION_OPERATORS, 'memberOfSegment', 'notMemberOfSegment'] as const;
-export type SegmentOperator = (typeof SEGMENT_OPERATORS)[number];
-export const DURATION_UNITS = ['minutes', 'hours', 'days'] as const;
-export type DurationUnit = (typeof DURATION_UNITS)[number];
-
-export interface SegmentFilter {
-  field: string;
-  operator: SegmentOperator;
-  value?: string | number | boolean;
-  unit?: DurationUnit;
-}
-export interface SegmentFilterGroup {
-  filters: SegmentFilter[];
-  conditions?: SegmentConditionGroup;
-}
-/** Groups combine with `logic`; inside a group the filters and the nested condition all hold (AND). */
-export interface SegmentConditionGroup {
-  logic: 'AND' | 'OR';
-  groups: SegmentFilterGroup[];
-}
-export type SegmentCondition = SegmentFilter | SegmentConditionGroup;
-
-export const isFilter = (c: SegmentCondition): c is SegmentFilter => 'field' in c;
-
-export const ENGAGEMENT_ACTIVITIES = ['sent', 'delivered', 'opened', 'clicked', 'bounced', 'complained'] as const;
-export type EngagementActivity = (typeof ENGAGEMENT_ACTIVITIES)[number];
-
-export type SegmentField =
-  | { kind: 'email' }
-  | { kind: 'subscribed' }
-  | { kind: 'timestamp'; column: 'created_at' | 'updated_at' }
-  | { kind: 'data'; path: string }
-  | { kind: 'event'; name: string }
-  | { kind: 'engagement'; activity: EngagementActivity }
-  | { kind: 'segment'; segmentId: string };
-
-export function parseSegmentField(field: string): SegmentField | null {
-  switch (field) {
-    case 'email':
-    case 'contact.email':
-      return { kind: 'email' };
-    case 'subscribed':
-    case 'contact.subscribed':
-      return { kind: 'subscribed' };
-    case 'createdAt':
-      return { kind: 'timestamp', column: 'created_at' };
-    case 'updatedAt':
-      return { kind: 'timestamp', column: 'updated_at' };
-  }
-  const rest = (prefix: string) => (field.startsWith(prefix) && field.length > prefix.length ? field.slice(prefix.length) : null);
-  const data = rest('data.');
-  if (data !== null) return { kind: 'data', path: data };
-  const event = rest('event.');
-  if (event !== null) return { kind: 'event', name: event };
-  const activity = rest('email.');
-  if (activity !== null) {
-    return (ENGAGEMENT_ACTIVITIES as readonly string[]).includes(activity) ? { kind: 'engagement', activity: activity as EngagementActivity } : null;
-  }
-  const segment = rest('segment.');
-  if (segment !== null) return { kind: 'segment', segmentId: segment };
-  return null;
-}
-
-export const EVENT_OPERATORS: readonly SegmentOperator[] = ['triggered', 'notTriggered', 'triggeredWithin', 'triggeredOlderThan'];
-export const MEMBERSHIP_OPERATORS: readonly SegmentOperator[] = ['memberOfSegment', 'notMemberOfSegment'];
-export const VALUELESS_OPERATORS: readonly SegmentOperator[] = ['exists', 'notExists', 'triggered', 'notTriggered', 'memberOfSegment', 'notMemberOfSegment'];
-export const TIMED_OPERATORS: readonly SegmentOperator[] = ['within', 'olderThan', 'triggeredWithin', 'triggeredOlderThan'];
-
-/** The operators a kind of field takes; the others are refused when a segment is saved. */
-export function operatorsFor(field: SegmentField): readonly SegmentOperator[] {
-  if (field.kind === 'event' || field.kind === 'engagement') return EVENT_OPERATORS;
-  if (field.kind === 'segment') return MEMBERSHIP_OPERATORS;
-  return SEGMENT_OPERATORS.filter((o) => !EVENT_OPERATORS.includes(o) && !MEMBERSHIP_OPERATORS.includes(o));
-}
-
-/** Every filter of a condition, nested ones included. */
-export function conditionFilters(condition: SegmentCondition): SegmentFilter[] {
-  if (isFilter(condition)) return [condition];
-  return condition.groups.flatMap((g) => [...g.filters, ...(g.conditions ? conditionFilters(g.conditions) : [])]);
-}
-
-/** Segment ids a condition names directly (segment.<id>). */
-export function referencedSegmentIds(condition: SegmentCondition): string[] {
-  const ids = new Set<string>();
-  for (const f of conditionFilters(condition)) {
-    const field = parseSegmentField(f.field);
-    if (field?.kind === 'segment') ids.add(field.segmentId);
-  }
-  return [...ids];
-}
-
-// ---- SQL fragments ---------------------------------------------------------------------------------
-
-/** SQL text with its `?` bindings; template literals below never contain a bare `?` of their own. */
-export class Sql {
-  constructor(
-    readonly sql: string,
-    readonly params: readonly unknown[],
-  ) {}
-}
-
-/** Interpolated Sql is inlined; any other value becomes a `?` binding. */
-function sql(strings: TemplateStringsArray, ...values: unknown[]): Sql {
-  let text = strings[0]!;
-  const params: unknown[] = [];
-  values.forEach((v, i) => {
-    if (v instanceof Sql) {
-      text += v.sql;
-      params.push(...v.params);
-    } else {
-      text += '?';
-      params.push(v);
-    }
-    text += strings[i + 1]!;
-  });
-  return new Sql(text, params);
-}
-
-const raw = (text: string) => new Sql(text, []);
-const TRUE = raw('true');
-const FALSE = raw('false');
-
-function joinSql(parts: Sql[], separator: string): Sql {
-  return new Sql(
-    parts.map((p) => p.sql).join(separator),
-    parts.flatMap((p) => p.params),
-  );
-}
-
-// ---- Values, as conditions.ts reads them ---------------------------------------------------------------
-
-const NUMERIC = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$/;
-const UNIT_MS: Record<DurationUnit, number> = { minutes: 60_000, hours: 3_600_000, days: 86_400_000 };
-
-/** conditions.ts asNumber(x, true): the condition's value is read as a number whenever it can be. */
-function asNumber(x: unknown): number | undefined {
-  if (typeof x === 'number') return Number.isFinite(x) ? x : undefined;
-  if (typeof x === 'string' && NUMERIC.test(x.trim())) return Number(x.trim()); // "1e400" is Infinity, as there
-  return undefined;
-}
-
-function asBoolean(x: unknown): boolean | undefined {
-  if (typeof x === 'boolean') return x;
-  if (typeof x === 'string') {
-    const s = x.trim().toLowerCase();
-    if (s === 'true') return true;
-    if (s === 'false') return false;
-  }
-  return undefined;
-}
-
-/** A date field's value: YYYY-MM-DD (UTC midnight) or a full ISO date-time. */
-function parseDateValue(value: unknown): number | undefined {
-  if (typeof value !== 'string') return undefined;
-  if (/^\d{4}-\d{2}-\d{2}$/.test(value)) return parseFullIsoDateTime(`${value}T00:00:00Z`);
-  return parseFullIsoDateTime(value);
-}
+// ---- Values as SQL ---------------------------------------------------------------------------------
 
 /** now − duration in whole milliseconds (ceil: instants are whole milliseconds, so ≥ and < keep their meaning). */
-function cutoffMs(filter: SegmentFilter, now: Date): number | undefined {
-  if (typeof filter.value !== 'number' || !Number.isFinite(filter.value) || filter.unit === undefined) return undefined;
-  const perUnit = UNIT_MS[filter.unit];
-  if (perUnit === undefined) return undefined;
-  const cutoff = Math.ceil(now.getTime() - filter.value * perUnit);
+function cutoffMs(filter: ConditionFilter, now: Date): number | undefined {
+  const duration = durationMs(filter);
+  if (duration === undefined) return undefined;
+  const cutoff = Math.ceil(now.getTime() - duration);
   return Number.isFinite(cutoff) ? cutoff : undefined;
 }
 
@@ -238,7 +91,7 @@ function isoCompare(text: Sql, dateOnlyToo: boolean, op: '>=' | '>' | '<' | '<='
   return sql`(${joinSql(parts, ' and ')})`;
 }
 
-const COMPARISON: Partial<Record<SegmentOperator, '>' | '<' | '>=' | '<='>> = {
+const COMPARISON: Partial<Record<ConditionOperator, '>' | '<' | '>=' | '<='>> = {
   greaterThan: '>',
   gt: '>',
   lessThan: '<',
@@ -251,7 +104,7 @@ const COMPARISON: Partial<Record<SegmentOperator, '>' | '<' | '>=' | '<='>> = {
 
 export interface SegmentDefinition {
   type: 'DYNAMIC' | 'STATIC';
-  condition: SegmentCondition | null;
+  condition: Condition | null;
 }
 
 export interface CompileContext {
@@ -281,12 +134,12 @@ export interface CompiledSql {
  * A predicate over `contacts c` (true or false, never NULL). It does not restrict the project:
  * callers add `c.project_id = ?` (segmentContactsSql does).
  */
-export function compileCondition(condition: SegmentCondition, ctx: CompileContext): CompiledSql {
+export function compileCondition(condition: Condition, ctx: CompileContext): CompiledSql {
   const compiled = compileNode(condition, ctx);
   return { sql: compiled.sql, params: [...compiled.params] };
 }
 
-function compileNode(condition: SegmentCondition, ctx: CompileContext): Sql {
+function compileNode(condition: Condition, ctx: CompileContext): Sql {
   if (isFilter(condition)) return compileFilter(condition, ctx);
   const groups = condition.groups.map((group) => {
     const parts = [...group.filters.map((f) => compileFilter(f, ctx)), ...(group.conditions ? [compileNode(group.conditions, ctx)] : [])];
@@ -296,8 +149,8 @@ function compileNode(condition: SegmentCondition, ctx: CompileContext): Sql {
   return joinSql(groups.map((g) => sql`(${g})`), condition.logic === 'OR' ? ' or ' : ' and ');
 }
 
-function compileFilter(filter: SegmentFilter, ctx: CompileContext): Sql {
-  const field = parseSegmentField(filter.field);
+function compileFilter(filter: ConditionFilter, ctx: CompileContext): Sql {
+  const field = parseConditionField(filter.field);
   if (!field || !operatorsFor(field).includes(filter.operator)) return FALSE;
   switch (field.kind) {
     case 'email':
@@ -305,7 +158,7 @@ function compileFilter(filter: SegmentFilter, ctx: CompileContext): Sql {
     case 'subscribed':
       return subscribedFilter(filter);
     case 'timestamp':
-      return timestampFilter(raw(`c.${field.column}`), filter, ctx);
+      return timestampFilter(raw(field.name === 'createdAt' ? 'c.created_at' : 'c.updated_at'), filter, ctx);
     case 'data':
       return dataFilter(field.path, filter, ctx);
     case 'event':
@@ -318,7 +171,7 @@ function compileFilter(filter: SegmentFilter, ctx: CompileContext): Sql {
 }
 
 /** c.email is stored lower-case and is never missing. */
-function emailFilter(filter: SegmentFilter, _ctx: CompileContext): Sql {
+function emailFilter(filter: ConditionFilter, _ctx: CompileContext): Sql {
   const { operator, value } = filter;
   if (operator === 'exists') return TRUE;
   if (operator === 'notExists' || value === undefined) return FALSE;
@@ -340,7 +193,7 @@ function emailFilter(filter: SegmentFilter, _ctx: CompileContext): Sql {
 }
 
 /** A boolean that is never missing: only equality means anything. */
-function subscribedFilter(filter: SegmentFilter): Sql {
+function subscribedFilter(filter: ConditionFilter): Sql {
   const { operator, value } = filter;
   if (operator === 'exists') return TRUE;
   if ((operator !== 'equals' && operator !== 'notEquals') || value === undefined) return FALSE;
@@ -353,7 +206,7 @@ function subscribedFilter(filter: SegmentFilter): Sql {
  * created_at / updated_at: a date field whose value is the millisecond ISO text the API shows.
  * Comparisons become ranges on the column (indexable), truncation to milliseconds included.
  */
-function timestampFilter(column: Sql, filter: SegmentFilter, ctx: CompileContext): Sql {
+function timestampFilter(column: Sql, filter: ConditionFilter, ctx: CompileContext): Sql {
   const { operator, value } = filter;
   if (operator === 'exists') return TRUE;
   if (operator === 'notExists') return FALSE;
@@ -391,23 +244,6 @@ function timestampFilter(column: Sql, filter: SegmentFilter, ctx: CompileContext
   }
 }
 
-/**
- * The ways conditions.ts readPath may find a dotted path, in its order: at each level the longest
- * key made of the next segments first. Each is a key list for `#>`, which also indexes arrays.
- */
-function keyPaths(segments: string[]): string[][] {
-  if (segments.length === 0) return [[]];
-  const out: string[][] = [];
-  for (let n = segments.length; n >= 1; n--) {
-    const key = segments.slice(0, n).join('.');
-    for (const rest of keyPaths(segments.slice(n))) out.push([key, ...rest]);
-  }
-  return out;
-}
-
-/** Longest data path a filter may name (2^(n-1) ways to read it). */
-export const MAX_DATA_PATH_SEGMENTS = 8;
-
 interface DataValue {
   /** The jsonb value (SQL NULL when absent). */
   json: Sql;
@@ -434,9 +270,9 @@ function dataFieldState(path: string, ctx: CompileContext): 'deleted' | 'known' 
   return prefixes.some((p) => ctx.deletedFields.has(p)) ? 'deleted' : 'known';
 }
 
-function dataFilter(path: string, filter: SegmentFilter, ctx: CompileContext): Sql {
+function dataFilter(path: string, filter: ConditionFilter, ctx: CompileContext): Sql {
   if (dataFieldState(path, ctx) === 'deleted') return FALSE;
-  // Only the path itself has a type: a nested path has none of its own (as in conditions.ts).
+  // Only the path itself has a type: a nested path has none of its own (as in evaluate.ts).
   const fieldType = ctx.fieldTypes.get(path);
   const v = dataValue(path);
   const kind = sql`jsonb_typeof(${v.json})`;
@@ -482,23 +318,23 @@ function dataFilter(path: string, filter: SegmentFilter, ctx: CompileContext): S
   return sql`coalesce(${ordering(v, kind, op, value, fieldType)}, false)`;
 }
 
-/** The value as conditions.ts scalarEquals reads it against each kind of stored value. */
-function wanted(value: string | number | boolean, fieldType: FieldType | undefined) {
+/** The value as evaluate.ts scalarEquals reads it against each kind of stored value. */
+function wanted(value: ConditionValue, fieldType: FieldType | undefined) {
   return {
-    number: asNumber(value),
+    number: asNumber(value, true),
     boolean: asBoolean(value),
     // Both sides dates (by the field type's rule): compared as instants. A text equal to a date
     // value is itself a date (the rules ignore case only in T and Z), so then only instants remain.
-    at: typeof value === 'string' ? (fieldType === 'date' ? parseDateValue(value) : parseFullIsoDateTime(value)) : undefined,
+    at: parseDate(value, fieldType),
     text: String(value),
   };
 }
 
 /**
- * conditions.ts scalarEquals, one branch per JSON type of the stored value (each two-valued when
+ * evaluate.ts scalarEquals, one branch per JSON type of the stored value (each two-valued when
  * the value has that type).
  */
-function scalarEquals(v: DataValue, value: string | number | boolean, fieldType: FieldType | undefined): { number: Sql; boolean: Sql; string: Sql } {
+function scalarEquals(v: DataValue, value: ConditionValue, fieldType: FieldType | undefined): { number: Sql; boolean: Sql; string: Sql } {
   const w = wanted(value, fieldType);
   const textBranch =
     w.at !== undefined
@@ -518,7 +354,7 @@ function scalarEquals(v: DataValue, value: string | number | boolean, fieldType:
 }
 
 /** Some element of an array value equals the value (segment_array_has, see the migration). */
-function arrayHas(v: DataValue, value: string | number | boolean, fieldType: FieldType | undefined): Sql {
+function arrayHas(v: DataValue, value: ConditionValue, fieldType: FieldType | undefined): Sql {
   const w = wanted(value, fieldType);
   const num = w.number === undefined ? null : Number.isFinite(w.number) ? String(w.number) : w.number > 0 ? 'Infinity' : '-Infinity';
   return sql`segment_array_has(${v.json}, ${num}::numeric, ${w.boolean ?? null}::boolean, lower(${w.text}::text), ${
@@ -532,7 +368,7 @@ function arrayHas(v: DataValue, value: string | number | boolean, fieldType: Fie
  * string does, since numbers, booleans, arrays and objects never print as such a text. One key
  * lookup per contact instead of a CASE over the JSON type; arrays are found by containment.
  */
-function plainTextEquals(v: DataValue, value: string | number | boolean, fieldType: FieldType | undefined): Sql | null {
+function plainTextEquals(v: DataValue, value: ConditionValue, fieldType: FieldType | undefined): Sql | null {
   const w = wanted(value, fieldType);
   if (v.topKey === undefined || typeof value !== 'string' || w.number !== undefined || w.boolean !== undefined || w.at !== undefined) return null;
   if (value.startsWith('[') || value.startsWith('{')) return null;
@@ -542,15 +378,15 @@ function plainTextEquals(v: DataValue, value: string | number | boolean, fieldTy
   return sql`(coalesce(length(${v.text}) <= length(lower(${value}::text)) and lower(${v.text}) = lower(${value}::text), false) or coalesce(${v.text} like '[%' and ${arrayHas(v, value, fieldType)}, false))`;
 }
 
-/** conditions.ts order() compared with op; NULL or false when the two don't order. */
-function ordering(v: DataValue, kind: Sql, op: '>' | '<' | '>=' | '<=', value: string | number | boolean, fieldType: FieldType | undefined): Sql {
+/** evaluate.ts order() compared with op; NULL or false when the two don't order. */
+function ordering(v: DataValue, kind: Sql, op: '>' | '<' | '>=' | '<=', value: ConditionValue, fieldType: FieldType | undefined): Sql {
   if (typeof value === 'boolean') return FALSE;
   if (fieldType === 'date') {
     const at = parseDateValue(value);
     if (at === undefined) return FALSE;
     return sql`case when ${kind} = 'string' then ${isoCompare(v.text, true, op, at)} end`;
   }
-  const wantedNumber = asNumber(value);
+  const wantedNumber = asNumber(value, true);
   if (fieldType === 'number') {
     if (wantedNumber === undefined) return FALSE;
     const coerced = sql`segment_num_coerce(${v.json}) ${raw(op)} ${numeric(wantedNumber)}`;
@@ -578,7 +414,7 @@ function ordering(v: DataValue, kind: Sql, op: '>' | '<' | '>=' | '<=', value: s
  * has any is contacts.event_ids (see migration 20261127000000): a column test, so under OR it costs
  * no lookup per contact. A time bound still reads events.
  */
-function eventFilter(name: string, filter: SegmentFilter, ctx: CompileContext): Sql {
+function eventFilter(name: string, filter: ConditionFilter, ctx: CompileContext): Sql {
   const known = ctx.eventIds?.has(name);
   const id = ctx.eventIds?.get(name);
   const some = known
@@ -619,7 +455,7 @@ const ENGAGEMENT: Record<EngagementActivity, { reached: string; at: string }> = 
   complained: { reached: `m.status = 'COMPLAINED'`, at: 'm.updated_at' },
 };
 
-function engagementFilter(activity: EngagementActivity, filter: SegmentFilter, ctx: CompileContext): Sql {
+function engagementFilter(activity: EngagementActivity, filter: ConditionFilter, ctx: CompileContext): Sql {
   const state = ENGAGEMENT[activity];
   const base = sql`select 1 from emails m where m.contact_id = c.id and m.project_id = c.project_id and ${raw(state.reached)}`;
   switch (filter.operator) {
@@ -638,7 +474,7 @@ function engagementFilter(activity: EngagementActivity, filter: SegmentFilter, c
   }
 }
 
-function membershipFilter(segmentId: string, filter: SegmentFilter, ctx: CompileContext): Sql {
+function membershipFilter(segmentId: string, filter: ConditionFilter, ctx: CompileContext): Sql {
   const segment = ctx.segments.get(segmentId);
   if (!segment || ctx.expanding?.has(segmentId)) return FALSE;
   const member =
@@ -646,91 +482,4 @@ function membershipFilter(segmentId: string, filter: SegmentFilter, ctx: Compile
       ? sql`exists (select 1 from segment_members sm where sm.segment_id = ${segmentId}::text and sm.contact_id = c.id)`
       : compileNode(segment.condition, { ...ctx, expanding: new Set([...(ctx.expanding ?? []), segmentId]) });
   return filter.operator === 'memberOfSegment' ? sql`(${member})` : sql`not (${member})`;
-}
-
-// ---- Loading ---------------------------------------------------------------------------------------
-
-/**
- * What compiling needs from the database, in three small queries: the project's field types and
- * deleted fields, and (only when a condition names a segment) its segments.
- */
-export async function loadCompileContext(
-  em: EntityManager,
-  projectId: string,
-  conditions: SegmentCondition[],
-  now: Date = new Date(),
-): Promise<CompileContext> {
-  const needsSegments = conditions.some((c) => referencedSegmentIds(c).length > 0);
-  const [fields, deleted, segments, eventIds] = await Promise.all([
-    query<{ key: string; type: FieldType }>(em, 'select key, type from contact_fields where project_id = ?', [projectId]),
-    query<{ key: string }>(em, 'select key from contact_field_tombstones where project_id = ?', [projectId]),
-    needsSegments
-      ? query<{ id: string; type: 'DYNAMIC' | 'STATIC'; condition: SegmentCondition | null }>(
-          em,
-          'select id, type, condition from segments where project_id = ?',
-          [projectId],
-        )
-      : Promise.resolve([]),
-    loadEventIds(em, projectId, conditions, needsSegments),
-  ]);
-  return {
-    now,
-    fieldTypes: new Map(fields.map((f) => [f.key, f.type])),
-    deletedFields: new Set(deleted.map((d) => d.key)),
-    segments: new Map(segments.map((s) => [s.id, { type: s.type, condition: s.condition }])),
-    eventIds,
-  };
-}
-
-/**
- * Whether contacts.event_ids covers an event name: not the entry / exit events of tracked segments
- * (segment.<slug>.entry|exit), whose names are one pair per segment and whose first compute emits
- * one per member, so each would write every member's row once more. The trigger of migration
- * 20261127000000 leaves out the same names.
- */
-export const summarizedEventName = (name: string) => !name.startsWith('segment.');
-
-/**
- * The event names the conditions name, with their numbers. Conditions that name segments may reach
- * names through them (a dynamic segment is compiled in place), so then every name of the project.
- */
-async function loadEventIds(em: EntityManager, projectId: string, conditions: SegmentCondition[], everyName: boolean): Promise<Map<string, number | null>> {
-  const names = new Set<string>();
-  for (const c of conditions) {
-    for (const f of conditionFilters(c)) {
-      const field = parseSegmentField(f.field);
-      if (field?.kind === 'event' && summarizedEventName(field.name)) names.add(field.name);
-    }
-  }
-  if (names.size === 0 && !everyName) return new Map();
-  const rows = await query<{ name: string; id: number }>(
-    em,
-    everyName ? 'select name, id from event_name_ids where project_id = ?' : 'select name, id from event_name_ids where project_id = ? and name = any(?::text[])',
-    everyName ? [projectId] : [projectId, [...names]],
-  );
-  const ids = new Map<string, number | null>([...names].map((n) => [n, null]));
-  for (const r of rows) ids.set(r.name, r.id);
-  return ids;
-}
-
-/**
- * `select c.id …` of the members of a segment, for use as a subquery or a cursor source (campaign
- * audiences): a static segment's members, a dynamic segment's contacts matching its condition now.
- */
-export async function segmentContactsSql(em: EntityManager, projectId: string, segmentId: string): Promise<CompiledSql> {
-  const segment = await queryOne<{ type: 'DYNAMIC' | 'STATIC'; condition: SegmentCondition | null }>(
-    em,
-    'select type, condition from segments where project_id = ? and id = ?',
-    [projectId, segmentId],
-  );
-  if (!segment) throw notFound('segment');
-  if (segment.type === 'STATIC' || !segment.condition) {
-    return {
-      sql: 'select c.id from contacts c join segment_members sm on sm.contact_id = c.id where sm.segment_id = ? and c.project_id = ?',
-      params: [segmentId, projectId],
-    };
-  }
-  const ctx = await loadCompileContext(em, projectId, [segment.condition]);
-  const where = compileCondition(segment.condition, { ...ctx, expanding: new Set([segmentId]) });
-  return { sql: `select c.id from contacts c where c.project_id = ? and (${where.sql})`, params: [projectId, ...where.params] };
 }

@@ -1,9 +1,9 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { campaignsTargeting } from '../campaigns/campaigns';
-import { type EventWorkflowUsage, workflowsUsingEvent } from '../journeys/journeys';
+import { type EventJourneyUsage, journeysUsingEvent } from '../journeys/journeys';
 import { segmentsUsingEvent } from '../segments/segments';
 
-export interface EventUsage extends EventWorkflowUsage {
+export interface EventUsage extends EventJourneyUsage {
   eventName: string;
   /** Segments with a filter on `event.<name>`. */
   segments: { id: string; name: string }[];
@@ -11,8 +11,8 @@ export interface EventUsage extends EventWorkflowUsage {
   campaigns: { id: string; name: string; status: string }[];
 }
 
-/** Where a name is referenced. It need not have been tracked: a workflow may wait for it first. */
+/** Where a name is referenced. It need not have been tracked: a journey may wait for it first. */
 export async function eventUsage(em: EntityManager, projectId: string, name: string): Promise<EventUsage> {
-  const [workflows, segments] = await Promise.all([workflowsUsingEvent(em, projectId, name), segmentsUsingEvent(em, projectId, name)]);
-  return { eventName: name, ...workflows, segments, campaigns: await campaignsTargeting(em, projectId, segments.map((s) => s.id)) };
+  const [journeys, segments] = await Promise.all([journeysUsingEvent(em, projectId, name), segmentsUsingEvent(em, projectId, name)]);
+  return { eventName: name, ...journeys, segments, campaigns: await campaignsTargeting(em, projectId, segments.map((s) => s.id)) };
 }

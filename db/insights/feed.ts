@@ -6,9 +6,10 @@ import { type CursorPage, pageOfRows } from '../paging';
 import { query, queryOne } from '../sql';
 
 /**
- * The activity feed is a view, not a table: every row of `events` (what clients track and what
- * the service emits) plus workflow and campaign milestones read from `workflow_executions` and
- * `campaigns`. Nothing is written twice, and history that predates this code shows up too.
+ * The feed (the spec's activity feed, `GET /activity`) is a view, not a table: every row of
+ * `events` (what clients track and what the service emits) plus journey and campaign milestones
+ * read from `workflow_executions` and `campaigns`. Nothing is written twice, and history that
+ * predates this code shows up too.
  *
  * Types:
  * - an emitted event (`email.*`, `contact.*`, `segment.*`, the reserved prefixes) is its own type;
@@ -23,7 +24,7 @@ export const TRACKED_TYPE = 'event.tracked';
 export const DERIVED_TYPES = ['workflow.started', 'workflow.completed', 'campaign.scheduled', 'campaign.sent'] as const;
 type DerivedType = (typeof DERIVED_TYPES)[number];
 
-export const ACTIVITY_TYPE_NOTE =
+export const FEED_TYPE_NOTE =
   'Types: email.sent, email.delivered, email.opened, email.clicked, email.bounced, email.complained, contact.subscribed, ' +
   'contact.unsubscribed, segment.<slug>.entry, segment.<slug>.exit, event.tracked (any name a client tracked), ' +
   'workflow.started, workflow.completed, campaign.scheduled, campaign.sent.';
@@ -34,14 +35,14 @@ export interface TypeFilter {
   prefix: boolean;
 }
 
-export interface ActivityFilter {
+export interface FeedFilter {
   types?: TypeFilter[];
   contactId?: string;
   from?: Date;
   to?: Date;
 }
 
-export interface ActivityDto {
+export interface FeedItemDto {
   id: string;
   type: string;
   name: string;
@@ -56,7 +57,7 @@ const likePrefix = (p: string) => `${p.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
 /** SQL: the event `e` has a reserved (service-emitted) name. */
 const RESERVED_SQL = `(${RESERVED_EVENT_PREFIXES.map((p) => `e.name like '${p}%'`).join(' or ')})`;
-/** SQL: the activity type of event `e`. */
+/** SQL: the feed type of event `e`. */
 export const EVENT_TYPE_SQL = `case when ${RESERVED_SQL} then e.name else '${TRACKED_TYPE}' end`;
 
 const typeMatches = (type: string, f: TypeFilter) => (f.prefix ? type.startsWith(f.value) : type === f.value);
@@ -86,9 +87,9 @@ function eventTypePredicate(filters: TypeFilter[]): { sql: string; params: unkno
   return ors.length ? { sql: `(${ors.join(' or ')})`, params } : null;
 }
 
-/** One source of activity rows: a select of (type, name, id, contact_id, data, created_at). */
+/** One source of feed rows: a select of (type, name, id, contact_id, data, created_at). */
 interface Branch {
-  /** SQL of the row's activity type. */
+  /** SQL of the row's feed type. */
   type: string;
   select: string;
   from: string;
@@ -102,7 +103,7 @@ interface Branch {
 /** SQL: a timestamptz as JavaScript's toISOString() writes it (null stays null), whatever the session time zone. */
 const isoSql = (col: string) => `to_char(${col} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
-function branches(projectId: string, filter: ActivityFilter): Branch[] {
+function branches(projectId: string, filter: FeedFilter): Branch[] {
   const out: Branch[] = [];
   const types = filter.types;
   const wants = (type: DerivedType) => !types || types.some((f) => typeMatches(type, f));
@@ -154,7 +155,7 @@ function branches(projectId: string, filter: ActivityFilter): Branch[] {
     where: ['c.project_id = ?', ...extra],
     params: [projectId],
   });
-  // Campaign activity has no contact: a contact filter leaves it out.
+  // Campaign items have no contact: a contact filter leaves them out.
   if (!filter.contactId) {
     if (wants('campaign.scheduled')) {
       out.push(campaign('campaign.scheduled', ':scheduled', 'coalesce(c.scheduled_at, c.created_at)', ['c.scheduled_for is not null']));
@@ -223,11 +224,11 @@ const whereOf = (b: Branch, extra: string[] = []) => [...b.where, ...extra].join
  * (project_id, created_at, id)), and the union is cut to limit + 1: the extra row says whether
  * another page exists. `total` is counted on the first page only, like every cursor list.
  */
-export async function listActivity(
+export async function listFeed(
   em: EntityManager,
   projectId: string,
-  opts: ActivityFilter & { limit: number; cursor?: string },
-): Promise<CursorPage<ActivityDto>> {
+  opts: FeedFilter & { limit: number; cursor?: string },
+): Promise<CursorPage<FeedItemDto>> {
   const after = opts.cursor ? decodeFeedCursor(opts.cursor) : undefined;
   const sources = branches(projectId, opts);
   if (!sources.length) return { data: [], cursor: null, hasMore: false, total: 0 };
@@ -273,15 +274,15 @@ export async function listActivity(
   );
 }
 
-export interface ActivityStats {
+export interface FeedStats {
   total: number;
   last24h: number;
   last7d: number;
   byType: { type: string; count: number }[];
 }
 
-/** Counts per type of the activity the filters select, and how much of it is from the last 24 hours / 7 days; one pass. */
-export async function activityStats(em: EntityManager, projectId: string, filter: ActivityFilter): Promise<ActivityStats> {
+/** Counts per type of the feed items the filters select, and how many of them are from the last 24 hours / 7 days; one pass. */
+export async function feedStats(em: EntityManager, projectId: string, filter: FeedFilter): Promise<FeedStats> {
   const sources = branches(projectId, filter);
   if (!sources.length) return { total: 0, last24h: 0, last7d: 0, byType: [] };
   const rows = await query<{ type: string; n: string; d1: string; d7: string }>(
@@ -303,8 +304,8 @@ export async function activityStats(em: EntityManager, projectId: string, filter
   };
 }
 
-/** Activity since `minutes` ago (for a live indicator), with the same type/contact filters as the feed. */
-export async function recentActivityCount(
+/** Feed items since `minutes` ago (for a live indicator), with the same type/contact filters as the feed. */
+export async function recentFeedCount(
   em: EntityManager,
   projectId: string,
   opts: { minutes: number; types?: TypeFilter[]; contactId?: string },
@@ -321,8 +322,8 @@ export async function recentActivityCount(
   return { count: Number(row!.n), since: since.toISOString() };
 }
 
-/** The types that occur in the project's activity, sorted. */
-export async function activityTypes(em: EntityManager, projectId: string): Promise<string[]> {
+/** The types that occur in the project's feed, sorted. */
+export async function feedTypes(em: EntityManager, projectId: string): Promise<string[]> {
   const rows = await query<{ type: string }>(
     em,
     `select distinct ${EVENT_TYPE_SQL} as type from events e where e.project_id = ?
@@ -356,7 +357,7 @@ export interface Upcoming {
  * SCHEDULED campaigns (soonest first) and WAITING executions (a DELAY or WAIT_FOR_EVENT step holds
  * them; longest waiting first: the execution row is updated when its current step begins).
  */
-export async function upcomingActivity(em: EntityManager, projectId: string, limit: number): Promise<Upcoming> {
+export async function upcomingFeed(em: EntityManager, projectId: string, limit: number): Promise<Upcoming> {
   const campaigns = await query<{ id: string; name: string; scheduled_for: Date }>(
     em,
     `select id, name, scheduled_for from campaigns where project_id = ? and status = 'SCHEDULED'

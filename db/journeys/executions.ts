@@ -69,17 +69,17 @@ const toDto = (r: ExecutionRow): ExecutionDto => ({
 });
 
 /**
- * Claims an entry of a contact into a workflow, enforced in Postgres: without re-entry a contact
+ * Claims an entry of a contact into a journey, enforced in Postgres: without re-entry a contact
  * enters once, ever (workflow_entries); with it, only while no execution of it is active (a
  * partial unique index). Returns the execution id, or null when the contact may not enter.
  *
  * With `executionId` (derived from the event, db/events/trigger-outbox.ts executionIdFor) a claim that
  * already exists under that id is returned as it is: the caller is repeating a start that a crash
- * cut off between this claim and the workflow's start, and must start that same execution.
+ * cut off between this claim and the Temporal workflow's start, and must start that same execution.
  */
 export interface ExecutionClaim {
   projectId: string;
-  workflowId: string;
+  journeyId: string;
   contactId: string;
   allowReentry: boolean;
   context: Record<string, JsonValue>;
@@ -97,7 +97,7 @@ export async function claimExecution(em: EntityManager, input: ExecutionClaim): 
       const entered = await queryOne(
         tx,
         'insert into workflow_entries (workflow_id, contact_id) values (?, ?) on conflict do nothing returning 1 as ok',
-        [input.workflowId, input.contactId],
+        [input.journeyId, input.contactId],
       );
       if (!entered) return null;
     }
@@ -105,14 +105,14 @@ export async function claimExecution(em: EntityManager, input: ExecutionClaim): 
       tx,
       `insert into workflow_executions (id, project_id, workflow_id, contact_id, context) values (?, ?, ?, ?, ?::jsonb)
        on conflict (workflow_id, contact_id) where status in ('RUNNING','WAITING') do nothing returning id`,
-      [input.executionId ?? newId('exe'), input.projectId, input.workflowId, input.contactId, JSON.stringify(input.context)],
+      [input.executionId ?? newId('exe'), input.projectId, input.journeyId, input.contactId, JSON.stringify(input.context)],
     );
     return row?.id ?? null;
   });
 }
 
-/** Enabled workflows of the project whose trigger is this event. */
-export async function workflowsTriggeredBy(
+/** Enabled journeys of the project whose trigger is this event. */
+export async function journeysTriggeredBy(
   em: EntityManager,
   projectId: string,
   eventName: string,
@@ -134,11 +134,11 @@ export async function activeExecutionIdsOfContact(em: EntityManager, projectId: 
   return rows.map((r) => r.id);
 }
 
-export async function activeExecutionIdsOfWorkflow(em: EntityManager, projectId: string, workflowId: string): Promise<string[]> {
+export async function activeExecutionIdsOfJourney(em: EntityManager, projectId: string, journeyId: string): Promise<string[]> {
   const rows = await query<{ id: string }>(
     em,
     `select id from workflow_executions where project_id = ? and workflow_id = ? and status in ('RUNNING','WAITING')`,
-    [projectId, workflowId],
+    [projectId, journeyId],
   );
   return rows.map((r) => r.id);
 }
@@ -218,11 +218,11 @@ export async function finishExecution(
 export async function listExecutions(
   em: EntityManager,
   projectId: string,
-  workflowId: string,
+  journeyId: string,
   opts: { limit: number; cursor?: string; status?: ExecutionStatus },
 ): Promise<CursorPage<ExecutionDto>> {
   const where = ['project_id = ?', 'workflow_id = ?'];
-  const params: unknown[] = [projectId, workflowId];
+  const params: unknown[] = [projectId, journeyId];
   if (opts.status) {
     where.push('status = ?');
     params.push(opts.status);
@@ -239,11 +239,11 @@ export async function listExecutions(
   return { ...page, data: page.data.map(toDto) };
 }
 
-export async function getExecution(em: EntityManager, projectId: string, workflowId: string, id: string): Promise<ExecutionDto> {
+export async function getExecution(em: EntityManager, projectId: string, journeyId: string, id: string): Promise<ExecutionDto> {
   const row = await queryOne<ExecutionRow>(
     em,
     `select ${COLUMNS} from workflow_executions where project_id = ? and workflow_id = ? and id = ?`,
-    [projectId, workflowId, id],
+    [projectId, journeyId, id],
   );
   if (!row) throw notFound('execution');
   const steps = await query<{
@@ -273,16 +273,16 @@ export async function getExecution(em: EntityManager, projectId: string, workflo
   };
 }
 
-/** Undoes a claim whose workflow could not be started, so the contact can enter on a retry. */
+/** Undoes a claim whose Temporal workflow could not be started, so the contact can enter on a retry. */
 export async function releaseExecution(
   em: EntityManager,
   executionId: string,
-  input: { workflowId: string; contactId: string; allowReentry: boolean },
+  input: { journeyId: string; contactId: string; allowReentry: boolean },
 ): Promise<void> {
   await transaction(em, async (tx) => {
     await query(tx, 'delete from workflow_executions where id = ?', [executionId]);
     if (!input.allowReentry) {
-      await query(tx, 'delete from workflow_entries where workflow_id = ? and contact_id = ?', [input.workflowId, input.contactId]);
+      await query(tx, 'delete from workflow_entries where workflow_id = ? and contact_id = ?', [input.journeyId, input.contactId]);
     }
   });
 }

@@ -1,7 +1,7 @@
 import { allowedBranches, type Branch, type GraphStep, type JourneyGraph } from './steps';
 
 /**
- * Structural checks of a workflow graph, run when a workflow is enabled and after every edit of
+ * Structural checks of a journey graph, run when a journey is enabled and after every edit of
  * an enabled one. Pure: no database, so the rules are unit-tested on hand-made graphs.
  *
  * `path` names what to fix: `steps.<stepId>`, `transitions.<transitionId>` (or the source step's
@@ -28,7 +28,7 @@ const WAITING_TYPES = new Set(['DELAY', 'WAIT_FOR_EVENT']);
 
 const branchLabel = (b: Branch | null) => (b === null ? 'unlabelled' : `"${b}"`);
 
-export function validateGraph(graph: JourneyGraph | ValidatableGraph): GraphIssue[] {
+export function validateJourneyGraph(graph: JourneyGraph | ValidatableGraph): GraphIssue[] {
   const g = graph as ValidatableGraph;
   const issues: GraphIssue[] = [];
   const ids = Object.keys(g.steps).sort();

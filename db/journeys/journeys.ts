@@ -4,19 +4,21 @@ import type { FieldType } from '../entities/contact-field';
 import { newId } from '../ids';
 import { type CursorPage, projectRowsPage } from '../paging';
 import { query, queryOne } from '../sql';
-import { type GraphIssue, type ValidatableGraph, validateGraph } from './graph';
+import { type GraphIssue, type ValidatableGraph, validateJourneyGraph } from './graph';
 import { allowedBranches, type Branch, type GraphStep, type JourneyGraph, type StepConfigs, type StepType, type UserStepType } from './steps';
 
 /**
- * Workflow definitions: the workflow row, its steps and transitions (contract-decisions
- * "Workflows"). Executions live in db/journeys/executions.ts; they run a snapshot taken with loadGraph.
+ * Journey definitions: the journey row, its steps and transitions. The API, the spec and the
+ * tables call journeys workflows (contract-decisions "Workflows", `/workflows`, table `workflows`);
+ * in code "workflow" is left to Temporal. Executions live in db/journeys/executions.ts; they run a
+ * snapshot taken with loadGraph.
  *
- * Every change to a definition runs in one transaction that first locks the workflow row, so
- * concurrent edits of one workflow are serialized and an enabled workflow's graph is validated
+ * Every change to a definition runs in one transaction that first locks the journey row, so
+ * concurrent edits of one journey are serialized and an enabled journey's graph is validated
  * against exactly the state the change produced (and rolled back when it is no longer valid).
  */
 
-export interface WorkflowDto {
+export interface JourneyDto {
   id: string;
   name: string;
   description: string | null;
@@ -42,19 +44,19 @@ export interface TransitionDto {
   branch: Branch | null;
 }
 
-export interface WorkflowDetailDto extends WorkflowDto {
+export interface JourneyDetailDto extends JourneyDto {
   steps: StepDto[];
   transitions: TransitionDto[];
 }
 
-export interface WorkflowInput {
+export interface NewJourney {
   name: string;
   description?: string | null;
   eventName: string;
   allowReentry?: boolean;
 }
 
-export interface WorkflowPatch {
+export interface JourneyPatch {
   name?: string;
   description?: string | null;
   eventName?: string;
@@ -62,7 +64,7 @@ export interface WorkflowPatch {
   allowReentry?: boolean;
 }
 
-interface WorkflowRow {
+interface JourneyRow {
   id: string;
   name: string;
   description: string | null;
@@ -91,7 +93,7 @@ interface TransitionRow {
 const COLUMNS = 'id, name, description, trigger_type, trigger_config, enabled, allow_reentry, created_at, updated_at';
 const ACTIVE_STATUSES = ['RUNNING', 'WAITING'];
 
-const toDto = (r: WorkflowRow): WorkflowDto => ({
+const toDto = (r: JourneyRow): JourneyDto => ({
   id: r.id,
   name: r.name,
   description: r.description,
@@ -112,7 +114,7 @@ const toTransition = (r: TransitionRow): TransitionDto => ({
   branch: r.branch,
 });
 
-const workflowNotFound = () => notFound('workflow');
+const journeyNotFound = () => notFound('workflow');
 const stepNotFound = () => notFound('workflow step');
 const transitionNotFound = () => notFound('workflow transition');
 
@@ -120,19 +122,19 @@ const transitionNotFound = () => notFound('workflow transition');
 const invalid = (field: string, message: string, code: string) => validationError([{ field, message, code }]);
 
 // ---------------------------------------------------------------------------------------------
-// Workflows
+// Journeys
 
-export async function listWorkflows(
+export async function listJourneys(
   em: EntityManager,
   projectId: string,
   opts: { limit: number; cursor?: string },
-): Promise<CursorPage<WorkflowDto>> {
-  const page = await projectRowsPage<WorkflowRow>(em, 'workflows', COLUMNS, projectId, opts);
+): Promise<CursorPage<JourneyDto>> {
+  const page = await projectRowsPage<JourneyRow>(em, 'workflows', COLUMNS, projectId, opts);
   return { ...page, data: page.data.map(toDto) };
 }
 
 /** Always `triggerType: EVENT`, `enabled: false`, with its TRIGGER entry step. */
-export async function createWorkflow(em: EntityManager, projectId: string, input: WorkflowInput): Promise<WorkflowDetailDto> {
+export async function createJourney(em: EntityManager, projectId: string, input: NewJourney): Promise<JourneyDetailDto> {
   return em.transactional(async (tx) => {
     const id = newId('wfl');
     await query(
@@ -146,19 +148,19 @@ export async function createWorkflow(em: EntityManager, projectId: string, input
       id,
       JSON.stringify({ eventName: input.eventName }),
     ]);
-    return getWorkflow(tx, projectId, id);
+    return getJourney(tx, projectId, id);
   });
 }
 
-export async function getWorkflow(em: EntityManager, projectId: string, id: string): Promise<WorkflowDetailDto> {
-  const row = await readWorkflow(em, id, projectId);
-  if (!row) throw workflowNotFound();
+export async function getJourney(em: EntityManager, projectId: string, id: string): Promise<JourneyDetailDto> {
+  const row = await readJourney(em, id, projectId);
+  if (!row) throw journeyNotFound();
   return { ...toDto(row), steps: row.steps.map(toStep), transitions: row.transitions.map(toTransition) };
 }
 
-export async function updateWorkflow(em: EntityManager, projectId: string, id: string, patch: WorkflowPatch): Promise<WorkflowDetailDto> {
+export async function updateJourney(em: EntityManager, projectId: string, id: string, patch: JourneyPatch): Promise<JourneyDetailDto> {
   return em.transactional(async (tx) => {
-    await lockWorkflow(tx, projectId, id);
+    await lockJourney(tx, projectId, id);
     const sets: string[] = [];
     const params: unknown[] = [];
     const set = (column: string, value: unknown, cast = '') => {
@@ -186,16 +188,16 @@ export async function updateWorkflow(em: EntityManager, projectId: string, id: s
         'Fix the steps and transitions listed in error.errors, then enable the workflow again.',
       );
     }
-    return getWorkflow(tx, projectId, id);
+    return getJourney(tx, projectId, id);
   });
 }
 
 /** Refused with 409 while executions are RUNNING or WAITING; finished ones go with it. */
-export async function deleteWorkflow(em: EntityManager, projectId: string, id: string): Promise<void> {
+export async function deleteJourney(em: EntityManager, projectId: string, id: string): Promise<void> {
   await em.transactional(async (tx) => {
     // The row lock also makes an execution being started concurrently either visible here or
     // failing on its foreign key once this commits.
-    await lockWorkflow(tx, projectId, id);
+    await lockJourney(tx, projectId, id);
     const active = await queryOne<{ n: string }>(
       tx,
       'select count(*) as n from workflow_executions where workflow_id = ? and status = any(?::text[])',
@@ -215,15 +217,15 @@ export async function deleteWorkflow(em: EntityManager, projectId: string, id: s
 // ---------------------------------------------------------------------------------------------
 // Steps
 
-export async function getStep(em: EntityManager, projectId: string, workflowId: string, stepId: string): Promise<StepDto> {
+export async function getStep(em: EntityManager, projectId: string, journeyId: string, stepId: string): Promise<StepDto> {
   const row = await queryOne<StepRow>(
     em,
     `select s.id, s.type, s.name, s.config from workflow_steps s join workflows w on w.id = s.workflow_id
      where w.project_id = ? and w.id = ? and s.id = ?`,
-    [projectId, workflowId, stepId],
+    [projectId, journeyId, stepId],
   );
   if (!row) {
-    await requireWorkflow(em, projectId, workflowId);
+    await requireJourney(em, projectId, journeyId);
     throw stepNotFound();
   }
   return toStep(row);
@@ -232,40 +234,40 @@ export async function getStep(em: EntityManager, projectId: string, workflowId: 
 /** `config` must already be parsed with stepConfigSchemas[type]; the template is checked here. */
 export type AddStepInput = { [K in UserStepType]: { type: K; name?: string | null; config: StepConfigs[K] } }[UserStepType];
 
-export async function addStep(em: EntityManager, projectId: string, workflowId: string, input: AddStepInput): Promise<StepDto> {
+export async function addStep(em: EntityManager, projectId: string, journeyId: string, input: AddStepInput): Promise<StepDto> {
   return em.transactional(async (tx) => {
-    await lockWorkflow(tx, projectId, workflowId);
+    await lockJourney(tx, projectId, journeyId);
     await checkStepReferences(tx, projectId, input.type, input.config);
     const row = await queryOne<StepRow>(
       tx,
       'insert into workflow_steps (id, workflow_id, type, name, config) values (?, ?, ?, ?, ?::jsonb) returning id, type, name, config',
-      [newId('stp'), workflowId, input.type, input.name ?? null, JSON.stringify(input.config)],
+      [newId('stp'), journeyId, input.type, input.name ?? null, JSON.stringify(input.config)],
     );
-    await touchAndRevalidate(tx, workflowId);
+    await touchAndRevalidate(tx, journeyId);
     return toStep(row!);
   });
 }
 
 /**
  * Renames a step and/or replaces its config. The caller parsed `config` for the step's type
- * (a type never changes); the TRIGGER's config is the workflow's eventName and is refused here.
+ * (a type never changes); the TRIGGER's config is the journey's eventName and is refused here.
  */
 export async function updateStep(
   em: EntityManager,
   projectId: string,
-  workflowId: string,
+  journeyId: string,
   stepId: string,
   patch: { name?: string | null; config?: Record<string, unknown> },
 ): Promise<StepDto> {
   return em.transactional(async (tx) => {
-    await lockWorkflow(tx, projectId, workflowId);
+    await lockJourney(tx, projectId, journeyId);
     const step = await queryOne<StepRow>(tx, 'select id, type, name, config from workflow_steps where workflow_id = ? and id = ?', [
-      workflowId,
+      journeyId,
       stepId,
     ]);
     if (!step) throw stepNotFound();
     if (patch.config !== undefined) {
-      if (step.type === 'TRIGGER') throw triggerConfigRefused(workflowId);
+      if (step.type === 'TRIGGER') throw triggerConfigRefused(journeyId);
       await checkStepReferences(tx, projectId, step.type, patch.config);
     }
     const row = await queryOne<StepRow>(
@@ -274,15 +276,15 @@ export async function updateStep(
        where id = ? returning id, type, name, config`,
       [patch.name !== undefined, patch.name ?? null, patch.config === undefined ? null : JSON.stringify(patch.config), stepId],
     );
-    await touchAndRevalidate(tx, workflowId);
+    await touchAndRevalidate(tx, journeyId);
     return toStep(row!);
   });
 }
 
-export const triggerConfigRefused = (workflowId: string) =>
+export const triggerConfigRefused = (journeyId: string) =>
   new AppError(422, 'VALIDATION_ERROR', "The TRIGGER step's config is the workflow's trigger event and cannot be edited here", {
-    errors: [{ field: 'config', message: `Change the event with PATCH /workflows/${workflowId} {"eventName": "..."}`, code: 'trigger_config' }],
-    suggestion: `Send PATCH /workflows/${workflowId} with {"eventName": "<event>"}; the TRIGGER step follows it. Its name can be changed here.`,
+    errors: [{ field: 'config', message: `Change the event with PATCH /workflows/${journeyId} {"eventName": "..."}`, code: 'trigger_config' }],
+    suggestion: `Send PATCH /workflows/${journeyId} with {"eventName": "<event>"}; the TRIGGER step follows it. Its name can be changed here.`,
   });
 
 export interface DeletedStep {
@@ -302,14 +304,14 @@ export interface DeletedStep {
 export async function deleteStep(
   em: EntityManager,
   projectId: string,
-  workflowId: string,
+  journeyId: string,
   stepId: string,
   opts: { splice: boolean },
 ): Promise<DeletedStep> {
   return em.transactional(async (tx) => {
-    await lockWorkflow(tx, projectId, workflowId);
+    await lockJourney(tx, projectId, journeyId);
     const step = await queryOne<StepRow>(tx, 'select id, type, name, config from workflow_steps where workflow_id = ? and id = ?', [
-      workflowId,
+      journeyId,
       stepId,
     ]);
     if (!step) throw stepNotFound();
@@ -355,7 +357,7 @@ export async function deleteStep(
     }
     const kept = new Set(reconnected.map((t) => t.id));
     await query(tx, 'delete from workflow_steps where id = ?', [stepId]);
-    await touchAndRevalidate(tx, workflowId);
+    await touchAndRevalidate(tx, journeyId);
     return {
       id: stepId,
       deleted: true as const,
@@ -379,21 +381,21 @@ async function checkStepReferences(em: EntityManager, projectId: string, type: S
 export async function addTransition(
   em: EntityManager,
   projectId: string,
-  workflowId: string,
+  journeyId: string,
   input: { fromStepId: string; toStepId: string; branch?: Branch | null },
 ): Promise<TransitionDto> {
   return em.transactional(async (tx) => {
-    await lockWorkflow(tx, projectId, workflowId);
+    await lockJourney(tx, projectId, journeyId);
     const branch = input.branch ?? null;
     const steps = await query<StepRow>(tx, 'select id, type, name, config from workflow_steps where workflow_id = ? and id = any(?::text[])', [
-      workflowId,
+      journeyId,
       [input.fromStepId, input.toStepId],
     ]);
     const from = steps.find((s) => s.id === input.fromStepId);
     const to = steps.find((s) => s.id === input.toStepId);
     const missing: FieldError[] = [];
-    if (!from) missing.push({ field: 'fromStepId', message: `No step ${input.fromStepId} in workflow ${workflowId}`, code: 'step_not_found' });
-    if (!to) missing.push({ field: 'toStepId', message: `No step ${input.toStepId} in workflow ${workflowId}`, code: 'step_not_found' });
+    if (!from) missing.push({ field: 'fromStepId', message: `No step ${input.fromStepId} in workflow ${journeyId}`, code: 'step_not_found' });
+    if (!to) missing.push({ field: 'toStepId', message: `No step ${input.toStepId} in workflow ${journeyId}`, code: 'step_not_found' });
     if (missing.length > 0) throw validationError(missing);
 
     if (from!.type === 'EXIT') {
@@ -419,7 +421,7 @@ export async function addTransition(
     if (same) {
       throw conflict(
         `Step ${from!.id} already has ${label(branch)} transition (${same.id}, to ${same.to_step_id}); one transition per branch`,
-        `Delete transition ${same.id} first (DELETE /workflows/${workflowId}/transitions/${same.id}), then add the new one.`,
+        `Delete transition ${same.id} first (DELETE /workflows/${journeyId}/transitions/${same.id}), then add the new one.`,
       );
     }
     if (from!.type === 'WAIT_FOR_EVENT') {
@@ -438,9 +440,9 @@ export async function addTransition(
       tx,
       `insert into workflow_transitions (id, workflow_id, from_step_id, to_step_id, branch) values (?, ?, ?, ?, ?)
        returning id, from_step_id, to_step_id, branch`,
-      [newId('trn'), workflowId, from!.id, to!.id, branch],
+      [newId('trn'), journeyId, from!.id, to!.id, branch],
     );
-    await touchAndRevalidate(tx, workflowId);
+    await touchAndRevalidate(tx, journeyId);
     return toTransition(row!);
   });
 }
@@ -451,12 +453,12 @@ function branchRule(type: StepType): string {
   return `A transition from a ${type} step carries no branch`;
 }
 
-export async function deleteTransition(em: EntityManager, projectId: string, workflowId: string, transitionId: string): Promise<void> {
+export async function deleteTransition(em: EntityManager, projectId: string, journeyId: string, transitionId: string): Promise<void> {
   await em.transactional(async (tx) => {
-    await lockWorkflow(tx, projectId, workflowId);
-    const rows = await query(tx, 'delete from workflow_transitions where workflow_id = ? and id = ? returning id', [workflowId, transitionId]);
+    await lockJourney(tx, projectId, journeyId);
+    const rows = await query(tx, 'delete from workflow_transitions where workflow_id = ? and id = ? returning id', [journeyId, transitionId]);
     if (rows.length === 0) throw transitionNotFound();
-    await touchAndRevalidate(tx, workflowId);
+    await touchAndRevalidate(tx, journeyId);
   });
 }
 
@@ -466,10 +468,10 @@ export async function deleteTransition(em: EntityManager, projectId: string, wor
 /**
  * The graph an execution runs, read in one consistent snapshot: the engine calls this when an
  * execution starts and keeps the result, so later edits never reach executions in flight.
- * The TRIGGER step's config is the workflow's trigger config.
+ * The TRIGGER step's config is the journey's trigger config.
  */
-export async function loadGraph(em: EntityManager, workflowId: string): Promise<JourneyGraph> {
-  const g = await loadValidatableGraph(em, workflowId);
+export async function loadGraph(em: EntityManager, journeyId: string): Promise<JourneyGraph> {
+  const g = await loadValidatableGraph(em, journeyId);
   return {
     entryStepId: g.entryStepId,
     steps: Object.fromEntries(Object.entries(g.steps).map(([id, s]) => [id, { id: s.id, type: s.type, config: s.config } as GraphStep])),
@@ -478,9 +480,9 @@ export async function loadGraph(em: EntityManager, workflowId: string): Promise<
 }
 
 /** loadGraph plus transition ids and step names, so validation messages point at real rows. */
-async function loadValidatableGraph(em: EntityManager, workflowId: string): Promise<ValidatableGraph> {
-  const row = await readWorkflow(em, workflowId);
-  if (!row) throw workflowNotFound();
+async function loadValidatableGraph(em: EntityManager, journeyId: string): Promise<ValidatableGraph> {
+  const row = await readJourney(em, journeyId);
+  if (!row) throw journeyNotFound();
   const steps: ValidatableGraph['steps'] = {};
   let entryStepId = '';
   for (const s of row.steps) {
@@ -499,14 +501,14 @@ async function loadValidatableGraph(em: EntityManager, workflowId: string): Prom
 }
 
 /**
- * The workflow row with its steps and transitions, in one statement: one snapshot, so a
+ * The journey row with its steps and transitions, in one statement: one snapshot, so a
  * concurrent edit is seen entirely or not at all, without a transaction of its own.
  */
-async function readWorkflow(
+async function readJourney(
   em: EntityManager,
   id: string,
   projectId?: string,
-): Promise<(WorkflowRow & { steps: StepRow[]; transitions: TransitionRow[] }) | undefined> {
+): Promise<(JourneyRow & { steps: StepRow[]; transitions: TransitionRow[] }) | undefined> {
   return queryOne(
     em,
     `select ${COLUMNS},
@@ -523,9 +525,9 @@ async function readWorkflow(
 export const graphErrors = (issues: GraphIssue[]): FieldError[] =>
   issues.map((i) => ({ field: i.path, message: i.message, code: 'invalid_graph' }));
 
-async function assertValidGraph(em: EntityManager, workflowId: string, headline: (n: number) => string, suggestion: string): Promise<void> {
-  const graph = await loadValidatableGraph(em, workflowId);
-  const issues = [...validateGraph(graph), ...(await missingTemplates(em, workflowId, graph))];
+async function assertValidGraph(em: EntityManager, journeyId: string, headline: (n: number) => string, suggestion: string): Promise<void> {
+  const graph = await loadValidatableGraph(em, journeyId);
+  const issues = [...validateJourneyGraph(graph), ...(await missingTemplates(em, journeyId, graph))];
   if (issues.length === 0) return;
   const message = `${headline(issues.length)}: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`;
   throw new AppError(422, 'VALIDATION_ERROR', message.length > 2000 ? `${message.slice(0, 1997)}...` : message, {
@@ -536,15 +538,15 @@ async function assertValidGraph(em: EntityManager, workflowId: string, headline:
 
 /**
  * SEND_EMAIL steps whose template was deleted after the step was saved: the graph is sound,
- * but every execution reaching the step would fail, so an enabled workflow may not have one.
+ * but every execution reaching the step would fail, so an enabled journey may not have one.
  */
-async function missingTemplates(em: EntityManager, workflowId: string, graph: ValidatableGraph): Promise<GraphIssue[]> {
+async function missingTemplates(em: EntityManager, journeyId: string, graph: ValidatableGraph): Promise<GraphIssue[]> {
   const sends = Object.values(graph.steps).filter((s) => s.type === 'SEND_EMAIL');
   if (sends.length === 0) return [];
   const found = await query<{ id: string }>(
     em,
     'select t.id from templates t join workflows w on w.project_id = t.project_id where w.id = ? and t.id = any(?::text[])',
-    [workflowId, sends.map((s) => s.config.templateId)],
+    [journeyId, sends.map((s) => s.config.templateId)],
   );
   const present = new Set(found.map((t) => t.id));
   return sends
@@ -556,36 +558,37 @@ async function missingTemplates(em: EntityManager, workflowId: string, graph: Va
     }));
 }
 
-/** After a change to the definition: bump updated_at, and keep an enabled workflow valid. */
-async function touchAndRevalidate(em: EntityManager, workflowId: string): Promise<void> {
-  const row = await queryOne<{ enabled: boolean }>(em, 'update workflows set updated_at = now() where id = ? returning enabled', [workflowId]);
+/** After a change to the definition: bump updated_at, and keep an enabled journey valid. */
+async function touchAndRevalidate(em: EntityManager, journeyId: string): Promise<void> {
+  const row = await queryOne<{ enabled: boolean }>(em, 'update workflows set updated_at = now() where id = ? returning enabled', [journeyId]);
   if (!row!.enabled) return;
   await assertValidGraph(
     em,
-    workflowId,
+    journeyId,
     (n) => `This change would leave the enabled workflow with ${n} graph problem${n === 1 ? '' : 's'}, so it was not made`,
     'Make the change so the graph stays valid, or disable the workflow (PATCH {"enabled": false}), edit it, and enable it again.',
   );
 }
 
-async function lockWorkflow(em: EntityManager, projectId: string, id: string): Promise<void> {
+async function lockJourney(em: EntityManager, projectId: string, id: string): Promise<void> {
   const row = await queryOne(em, 'select id from workflows where project_id = ? and id = ? for update', [projectId, id]);
-  if (!row) throw workflowNotFound();
+  if (!row) throw journeyNotFound();
 }
 
-async function requireWorkflow(em: EntityManager, projectId: string, id: string): Promise<void> {
+async function requireJourney(em: EntityManager, projectId: string, id: string): Promise<void> {
   const row = await queryOne(em, 'select id from workflows where project_id = ? and id = ?', [projectId, id]);
-  if (!row) throw workflowNotFound();
+  if (!row) throw journeyNotFound();
 }
 
 // ---------------------------------------------------------------------------------------------
 // Fields and usage
 
-export type ConditionFieldType = FieldType | 'event';
+export type JourneyFieldType = FieldType | 'event';
 
-export interface ConditionField {
+/** A field a CONDITION step can test, as the journey editor lists it. */
+export interface JourneyField {
   field: string;
-  type: ConditionFieldType;
+  type: JourneyFieldType;
   source: 'contact' | 'data' | 'event';
 }
 
@@ -594,7 +597,7 @@ export interface ConditionField {
  * their registered type, and the event names seen in the project (type `event`: for the
  * triggered / notTriggered / triggeredWithin / triggeredOlderThan operators).
  */
-export async function workflowFields(em: EntityManager, projectId: string): Promise<ConditionField[]> {
+export async function journeyFields(em: EntityManager, projectId: string): Promise<JourneyField[]> {
   const [data, events] = await Promise.all([
     query<{ key: string; type: FieldType }>(em, 'select key, type from contact_fields where project_id = ? order by key', [projectId]),
     // Distinct names by skipping through the (project_id, name, id) index: one probe per name,
@@ -618,14 +621,14 @@ export async function workflowFields(em: EntityManager, projectId: string): Prom
   ];
 }
 
-export interface EventWorkflowUsage {
+export interface EventJourneyUsage {
   workflowTriggers: { workflowId: string; workflowName: string; enabled: boolean }[];
   waitForEventSteps: { workflowId: string; workflowName: string; stepId: string; stepName: string | null }[];
   conditionSteps: { workflowId: string; workflowName: string; stepId: string; stepName: string | null; field: string; operator: string }[];
 }
 
-/** Workflows that start on the event, wait for it, or test it in a CONDITION (`event.<name>`). */
-export async function workflowsUsingEvent(em: EntityManager, projectId: string, eventName: string): Promise<EventWorkflowUsage> {
+/** Journeys that start on the event, wait for it, or test it in a CONDITION (`event.<name>`). */
+export async function journeysUsingEvent(em: EntityManager, projectId: string, eventName: string): Promise<EventJourneyUsage> {
   const [triggers, steps] = await Promise.all([
     query<{ id: string; name: string; enabled: boolean }>(
       em,

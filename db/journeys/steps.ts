@@ -1,41 +1,18 @@
 import { z } from 'zod';
+import { CONDITION_OPERATORS, DURATION_UNITS, TIMED_OPERATORS, VALUELESS_OPERATORS } from '../conditions/grammar';
 
 /**
  * Step types and their configs (contract-decisions "Workflows"). The API validates configs with
- * these schemas; the journey workflow receives them, already valid, inside its graph snapshot.
+ * these schemas; the `journey` Temporal workflow receives them, already valid, inside its graph snapshot.
  */
 export const STEP_TYPES = ['SEND_EMAIL', 'DELAY', 'WAIT_FOR_EVENT', 'CONDITION', 'WEBHOOK', 'UPDATE_CONTACT', 'EXIT'] as const;
 export type UserStepType = (typeof STEP_TYPES)[number];
-/** TRIGGER is the entry step created with every workflow; it cannot be added or removed. */
+/** TRIGGER is the entry step created with every journey; it cannot be added or removed. */
 export type StepType = UserStepType | 'TRIGGER';
 
-export const CONDITION_OPERATORS = [
-  'equals',
-  'notEquals',
-  'contains',
-  'notContains',
-  'greaterThan',
-  'gt',
-  'lessThan',
-  'lt',
-  'greaterThanOrEqual',
-  'lessThanOrEqual',
-  'exists',
-  'notExists',
-  'within',
-  'olderThan',
-  'triggered',
-  'notTriggered',
-  'triggeredWithin',
-  'triggeredOlderThan',
-] as const;
-
-const durationUnit = z.enum(['minutes', 'hours', 'days']);
+const durationUnit = z.enum(DURATION_UNITS);
 const MAX_DELAY_MINUTES = 365 * 24 * 60;
 const UNIT_MINUTES = { minutes: 1, hours: 60, days: 24 * 60 } as const;
-
-const VALUELESS = new Set(['exists', 'notExists', 'triggered', 'notTriggered']);
-const TIMED = new Set(['within', 'olderThan', 'triggeredWithin', 'triggeredOlderThan']);
 
 export const stepConfigSchemas = {
   SEND_EMAIL: z.object({
@@ -59,15 +36,16 @@ export const stepConfigSchemas = {
       field: z
         .string()
         .regex(/^(contact\.(email|subscribed)|data\.[^\s]+|event\.[^\s]+)$/, 'Use contact.email, contact.subscribed, data.<key> or event.<key>'),
-      operator: z.enum(CONDITION_OPERATORS),
+      // No segment.<id> field here, so no membership operators.
+      operator: z.enum(CONDITION_OPERATORS).exclude(['memberOfSegment', 'notMemberOfSegment']),
       value: z.union([z.string(), z.number(), z.boolean()]).optional(),
       unit: durationUnit.optional(),
     })
     .superRefine((c, ctx) => {
-      if (!VALUELESS.has(c.operator) && c.value === undefined) {
+      if (!VALUELESS_OPERATORS.includes(c.operator) && c.value === undefined) {
         ctx.addIssue({ code: 'custom', path: ['value'], message: `The ${c.operator} operator needs a value` });
       }
-      if (TIMED.has(c.operator) && (typeof c.value !== 'number' || c.unit === undefined)) {
+      if (TIMED_OPERATORS.includes(c.operator) && (typeof c.value !== 'number' || c.unit === undefined)) {
         ctx.addIssue({ code: 'custom', path: ['unit'], message: `The ${c.operator} operator needs a numeric value and a unit` });
       }
     }),

@@ -19,9 +19,9 @@ import { Migration } from '@mikro-orm/migrations';
  *    last event of a name whose other events remain loses the number: a delete by name writes each
  *    contact that had the name once, batch by batch, so the numbers are right between batches too.
  *  - Not numbered: the entry / exit events of tracked segments (segment.<slug>.entry|exit, see
- *    db/conditions/sql.ts summarizedEventName). A pair of names per segment, and a segment's first
- *    compute emits one per member: each segment would write every member's row once more. Filters
- *    on them look in events as before.
+ *    db/conditions/compile-context.ts summarizedEventName). A pair of names per segment, and a
+ *    segment's first compute emits one per member: each segment would write every member's row once
+ *    more. Filters on them look in events as before.
  *  - The back-fill writes each contact that has events once.
  */
 export class Migration20261127000000_contact_event_ids extends Migration {

@@ -4,7 +4,7 @@ import { carryOverConsumption } from '../billing/allowance';
 import { finishExecution } from '../journeys/executions';
 import { query, queryOne } from '../sql';
 
-/** What stopping a project's running work needs from Temporal (TemporalGateway has these). */
+/** What stopping a project's running work needs from Temporal (api/use-cases/projects.ts builds it from the workflows' lifecycles). */
 export interface ProjectRunner {
   cancelJourney(executionId: string): Promise<void>;
   cancelCampaign(campaignId: string): Promise<void>;
@@ -15,9 +15,9 @@ const CANCEL_CONCURRENCY = 16;
 
 /**
  * Cancels the project's running and waiting journey executions (Temporal first, then CANCELLED in
- * the row, as POST /workflows/:id/executions/cancel-all does) and its SCHEDULED / SENDING
- * campaigns (CANCELLED in the row, then the workflow, as POST /campaigns/:id/cancel does; a batch
- * in flight also stops on its own when it next reads the status).
+ * the row) and its SCHEDULED / SENDING campaigns (CANCELLED in the row, then the workflow, as
+ * POST /campaigns/:id/cancel does; a batch in flight also stops on its own when it next reads the
+ * status).
  */
 export async function stopProjectWork(em: EntityManager, projectId: string, runner: ProjectRunner): Promise<{ executions: number; campaigns: number }> {
   const executions = await query<{ id: string }>(

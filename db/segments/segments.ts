@@ -7,14 +7,9 @@ import type { JsonValue } from '../entities/contact';
 import { parseFieldName } from '../contacts/fields';
 import { newId } from '../ids';
 import { type PageBased, pageBased } from '../paging';
-import {
-  type CompileContext,
-  compileCondition,
-  conditionFilters,
-  loadCompileContext,
-  referencedSegmentIds,
-  type SegmentCondition,
-} from '../conditions/sql';
+import { loadCompileContext } from '../conditions/compile-context';
+import { type Condition, conditionFilters, referencedSegmentIds } from '../conditions/grammar';
+import { type CompileContext, compileCondition } from '../conditions/sql';
 import { query, queryOne, transaction } from '../sql';
 
 /**
@@ -35,7 +30,7 @@ export interface SegmentDto {
   name: string;
   description: string | null;
   type: SegmentType;
-  condition: SegmentCondition | null;
+  condition: Condition | null;
   trackMembership: boolean;
   memberCount: number;
   memberCountUpdatedAt: string | null;
@@ -48,7 +43,7 @@ interface SegmentRow {
   name: string;
   description: string | null;
   type: SegmentType;
-  condition: SegmentCondition | null;
+  condition: Condition | null;
   track_membership: boolean;
   member_count: number;
   member_count_updated_at: Date | null;
@@ -116,14 +111,14 @@ export async function getSegment(em: EntityManager, projectId: string, id: strin
 async function memberPredicate(
   em: EntityManager,
   projectId: string,
-  segment: { id?: string; condition: SegmentCondition },
+  segment: { id?: string; condition: Condition },
   now?: Date,
 ): Promise<{ sql: string; params: unknown[] }> {
   const ctx: CompileContext = await loadCompileContext(em, projectId, [segment.condition], now);
   return compileCondition(segment.condition, segment.id ? { ...ctx, expanding: new Set([segment.id]) } : ctx);
 }
 
-async function countMembers(em: EntityManager, projectId: string, segment: { id: string; type: SegmentType; condition: SegmentCondition | null }): Promise<number> {
+async function countMembers(em: EntityManager, projectId: string, segment: { id: string; type: SegmentType; condition: Condition | null }): Promise<number> {
   if (segment.type === 'STATIC' || !segment.condition) {
     const row = await queryOne<{ n: number }>(em, 'select count(*)::int as n from segment_members where segment_id = ?', [segment.id]);
     return row!.n;
@@ -160,10 +155,10 @@ const conditionError = (message: string, code: string) => validationError([{ fie
  * The checks a condition needs the database for: every segment.<id> it names is a segment of the
  * project, and following those references never leads back to the segment being saved.
  */
-async function checkReferences(em: EntityManager, projectId: string, condition: SegmentCondition, selfId?: string): Promise<void> {
+async function checkReferences(em: EntityManager, projectId: string, condition: Condition, selfId?: string): Promise<void> {
   const direct = referencedSegmentIds(condition);
   if (direct.length === 0) return;
-  const rows = await query<{ id: string; condition: SegmentCondition | null }>(em, 'select id, condition from segments where project_id = ?', [projectId]);
+  const rows = await query<{ id: string; condition: Condition | null }>(em, 'select id, condition from segments where project_id = ?', [projectId]);
   const byId = new Map(rows.map((r) => [r.id, r.condition]));
   const missing = direct.filter((id) => !byId.has(id));
   if (missing.length > 0) throw conditionError(`Unknown segment: ${missing.join(', ')}`, 'unknown_segment');
@@ -183,7 +178,7 @@ export interface CreateSegmentInput {
   name: string;
   description?: string | null;
   type: SegmentType;
-  condition?: SegmentCondition;
+  condition?: Condition;
   trackMembership?: boolean;
 }
 
@@ -216,7 +211,7 @@ export async function createSegment(em: EntityManager, projectId: string, input:
 export interface UpdateSegmentInput {
   name?: string;
   description?: string | null;
-  condition?: SegmentCondition;
+  condition?: Condition;
   trackMembership?: boolean;
 }
 
@@ -525,7 +520,7 @@ export async function contactsWithActiveExecutions(em: EntityManager, projectId:
 type SegmentRef = { id: string; name: string };
 
 async function segmentsWhere(em: EntityManager, projectId: string, matches: (field: string) => boolean): Promise<SegmentRef[]> {
-  const rows = await query<{ id: string; name: string; condition: SegmentCondition }>(
+  const rows = await query<{ id: string; name: string; condition: Condition }>(
     em,
     'select id, name, condition from segments where project_id = ? and condition is not null order by id',
     [projectId],

@@ -50,3 +50,5 @@ export function createBulkActivities({ orm }: { orm: Orm }) {
     },
   };
 }
+
+export type BulkActivities = ReturnType<typeof createBulkActivities>;

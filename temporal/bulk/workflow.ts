@@ -1,7 +1,7 @@
 import { proxyActivities } from '@temporalio/workflow';
-import type { Activities } from '../activities';
+import type { BulkActivities } from './activities';
 
-const { bulkJobStart, bulkJobChunk, bulkJobFinish } = proxyActivities<Activities>({
+const { bulkJobStart, bulkJobChunk, bulkJobFinish } = proxyActivities<BulkActivities>({
   startToCloseTimeout: '2 minutes',
   retry: { maximumAttempts: 10 },
 });

@@ -28,6 +28,7 @@ import { composeMessage, type StoredEmail } from '../../mail/compose';
 import { dkimKeyObject } from '../../mail/dkim';
 import { type Mailer, relayUnreachable, SmtpError } from '../../mail/transport';
 import { SentMarks } from '../delivery/sent-marks';
+import { permanent, refusalFailure } from '../failures';
 
 export interface CampaignBatchInput {
   campaignId: string;
@@ -50,14 +51,6 @@ export interface CampaignBatchResult {
   sent: number;
   skipped: number;
   failed: number;
-}
-
-/** A refusal from the data layer (a deleted segment, an uncompilable body) will not pass on retry. */
-function permanent<T>(work: Promise<T>): Promise<T> {
-  return work.catch((err: unknown) => {
-    if (err instanceof AppError && err.status < 500) throw ApplicationFailure.nonRetryable(err.message, err.code);
-    throw err;
-  });
 }
 
 /**
@@ -208,8 +201,7 @@ export function createCampaignActivities({ orm, mailer, config }: { orm: Orm; ma
           // A domain that lost its verification pauses the send (retried with backoff) until it is
           // back; a body that does not compile will not pass on retry.
           if (err instanceof AppError && err.code === 'DOMAIN_NOT_VERIFIED') throw ApplicationFailure.retryable(err.message, err.code);
-          if (err instanceof AppError && err.status < 500) throw ApplicationFailure.nonRetryable(err.message, err.code);
-          throw err;
+          throw refusalFailure(err);
         });
         const keys = await loadDomainKeys(em, plan.domainId);
         const dkim = keys && { domainName: keys.domain, keySelector: keys.selector, privateKey: dkimKeyObject(keys.privateKeyPem) };
@@ -367,3 +359,5 @@ export function createCampaignActivities({ orm, mailer, config }: { orm: Orm; ma
     },
   };
 }
+
+export type CampaignActivities = ReturnType<typeof createCampaignActivities>;

@@ -10,7 +10,7 @@ import {
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { Activities } from '../activities';
+import type { CampaignActivities } from './activities';
 
 /** A SCHEDULED campaign moved to another time (PUT /campaigns/:id); also sent by the start itself. */
 export const campaignScheduleSignal = defineSignal<[{ scheduledFor: string | null }]>('campaignSchedule');
@@ -52,8 +52,8 @@ export type CampaignResult = 'SENT' | 'CANCELLED' | 'DRAFT' | 'GONE';
  */
 export async function campaign(input: CampaignInput): Promise<CampaignResult> {
   const retry = { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: `${input.maxRetryIntervalSeconds} seconds` };
-  const control = proxyActivities<Activities>({ startToCloseTimeout: '10 minutes', retry });
-  const sending = proxyActivities<Activities>({
+  const control = proxyActivities<CampaignActivities>({ startToCloseTimeout: '10 minutes', retry });
+  const sending = proxyActivities<CampaignActivities>({
     // A batch is bounded by maxBatchSeconds; the heartbeat notices a dead worker much sooner.
     startToCloseTimeout: `${input.tuning.maxBatchSeconds + 600} seconds`,
     heartbeatTimeout: '10 seconds',

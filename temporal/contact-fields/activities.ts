@@ -11,3 +11,5 @@ export function createContactFieldActivities({ orm }: { orm: Orm }) {
     },
   };
 }
+
+export type ContactFieldActivities = ReturnType<typeof createContactFieldActivities>;

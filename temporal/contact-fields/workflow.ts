@@ -1,7 +1,7 @@
 import { continueAsNew, proxyActivities, workflowInfo } from '@temporalio/workflow';
-import type { Activities } from '../activities';
+import type { ContactFieldActivities } from './activities';
 
-const { removeContactFieldBatch, unregisterContactField } = proxyActivities<Activities>({
+const { removeContactFieldBatch, unregisterContactField } = proxyActivities<ContactFieldActivities>({
   startToCloseTimeout: '1 minute',
   retry: { maximumAttempts: 10 },
 });

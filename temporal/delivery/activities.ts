@@ -212,3 +212,5 @@ export function createDeliveryEngineActivities({ orm, mailer, config, listener }
     },
   };
 }
+
+export type DeliveryEngineActivities = ReturnType<typeof createDeliveryEngineActivities>;

@@ -8,6 +8,7 @@ import { SUPPRESSED_ERROR } from '../../db/contacts/suppressions';
 import { composeMessage } from '../../mail/compose';
 import { dkimKeyObject } from '../../mail/dkim';
 import { type Mailer, SmtpError } from '../../mail/transport';
+import { smtpPermanentFailure } from '../failures';
 
 export type DeliveryOutcome =
   /** `recorded`: already marked SENT; otherwise the workflow records it with recordEmailSent. */
@@ -56,7 +57,7 @@ export function createSendActivities({ orm, mailer, config }: { orm: Orm; mailer
       } catch (err) {
         if (err instanceof SmtpError && err.permanent) {
           await markEmailFailed(em, emailId, err.message, err.message);
-          throw ApplicationFailure.nonRetryable(err.message, 'SmtpPermanentError');
+          throw smtpPermanentFailure(err);
         }
         // Retried by Temporal; the row says why meanwhile. Failing to say so must not replace the cause.
         const message = err instanceof Error ? err.message : String(err);
@@ -80,3 +81,5 @@ export function createSendActivities({ orm, mailer, config }: { orm: Orm; mailer
     },
   };
 }
+
+export type SendActivities = ReturnType<typeof createSendActivities>;

@@ -1,5 +1,5 @@
 import { patched, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
-import type { Activities } from '../activities';
+import type { SendActivities } from './send-emails-activities';
 import { deliveryOptions } from '../delivery-options';
 import { PATCHES } from '../patches';
 
@@ -14,14 +14,14 @@ export interface SendEmailsInput {
  * backoff for as long as it takes; a 5xx reply is final (the activity marks the email FAILED).
  */
 export async function sendEmails(input: SendEmailsInput): Promise<void> {
-  const { deliverEmail } = proxyActivities<Activities>(deliveryOptions(input.maxRetryIntervalSeconds));
+  const { deliverEmail } = proxyActivities<SendActivities>(deliveryOptions(input.maxRetryIntervalSeconds));
   const recordOptions = { startToCloseTimeout: '30 seconds', retry: { initialInterval: '1 second', maximumInterval: '1 minute' } } as const;
   // Local: no task-queue round trip, and its retries cannot send again, since deliverEmail's
   // result is already in the history. Executions started before this change recorded SENT with a
   // regular activity and must replay that way (test/service/replay.test.ts).
   const { recordEmailSent } = patched(PATCHES.recordSentLocally)
-    ? proxyLocalActivities<Activities>(recordOptions)
-    : proxyActivities<Activities>(recordOptions);
+    ? proxyLocalActivities<SendActivities>(recordOptions)
+    : proxyActivities<SendActivities>(recordOptions);
   await Promise.all(
     input.emailIds.map(async (emailId) => {
       const outcome = await deliverEmail(emailId);

@@ -11,8 +11,7 @@ import {
   startChild,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { Activities } from '../activities';
-import type { RetryHandoff } from './activities';
+import type { DeliveryEngineActivities, RetryHandoff } from './activities';
 import { workflowIds } from '../ids';
 import { ProjectIdKey } from '../search-attributes';
 import { sendEmails } from './send-emails-workflow';
@@ -76,8 +75,8 @@ export async function deliveryEngine(input: DeliveryEngineInput): Promise<void> 
     heartbeatTimeout: '10 seconds',
     retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
   } as const;
-  const { deliverQueuedEmails } = proxyActivities<Activities>(options);
-  const probe = proxyActivities<Activities>({ ...options, summary: `probe the relay with up to ${PROBE_EMAILS} emails` }).deliverQueuedEmails;
+  const { deliverQueuedEmails } = proxyActivities<DeliveryEngineActivities>(options);
+  const probe = proxyActivities<DeliveryEngineActivities>({ ...options, summary: `probe the relay with up to ${PROBE_EMAILS} emails` }).deliverQueuedEmails;
   let down = input.relayDown;
   let nextProbeAt: number | null = null;
   setHandler(deliveryEngineStateQuery, () => (down ? { relay: 'unreachable', ...down, nextProbeAt: iso(nextProbeAt) } : { relay: 'reachable' }), {

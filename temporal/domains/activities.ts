@@ -19,3 +19,5 @@ export function createDomainActivities({ orm, dns }: { orm: Orm; dns: DnsLookup 
     },
   };
 }
+
+export type DomainActivities = ReturnType<typeof createDomainActivities>;

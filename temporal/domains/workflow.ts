@@ -1,8 +1,8 @@
 import { allHandlersFinished, condition, continueAsNew, isCancellation, proxyActivities, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
-import type { Activities } from '../activities';
+import type { DomainActivities } from './activities';
 import { checkDomainNowUpdate } from '../signals';
 
-const { checkDomain } = proxyActivities<Activities>({
+const { checkDomain } = proxyActivities<DomainActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { maximumInterval: '1 minute' },
 });

@@ -114,3 +114,5 @@ export function createImportActivities({ orm }: { orm: Orm }) {
     },
   };
 }
+
+export type ImportActivities = ReturnType<typeof createImportActivities>;

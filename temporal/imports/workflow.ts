@@ -1,14 +1,14 @@
 import { ActivityFailure, proxyActivities } from '@temporalio/workflow';
-import type { Activities } from '../activities';
+import type { ImportActivities } from './activities';
 
-const { processContactImport } = proxyActivities<Activities>({
+const { processContactImport } = proxyActivities<ImportActivities>({
   startToCloseTimeout: '30 minutes',
   // A crashed worker is noticed within a heartbeat timeout; the retry resumes at the committed offset.
   heartbeatTimeout: '15 seconds',
   retry: { maximumAttempts: 20, maximumInterval: '30 seconds' },
 });
 
-const { failContactImport } = proxyActivities<Activities>({
+const { failContactImport } = proxyActivities<ImportActivities>({
   startToCloseTimeout: '1 minute',
   retry: { maximumAttempts: 10 },
 });

@@ -11,15 +11,7 @@ import { linkSigningSecret } from '../../db/projects/secrets';
 import { transaction } from '../../db/sql';
 import { getTemplate } from '../../db/templates/templates';
 import type { StepConfigs } from '../../db/journeys/steps';
-import { AppError } from '../../errors';
-
-/** A refusal from the data layer (missing template, unverified sender) will not pass on retry. */
-function permanent<T>(work: Promise<T>): Promise<T> {
-  return work.catch((err: unknown) => {
-    if (err instanceof AppError && err.status < 500) throw ApplicationFailure.nonRetryable(err.message, err.code);
-    throw err;
-  });
-}
+import { permanent } from '../failures';
 
 export function createJourneyActivities({ orm, config }: { orm: Orm; config: Config }) {
   let linkSecret: Promise<string> | undefined;
@@ -96,3 +88,5 @@ export function createJourneyActivities({ orm, config }: { orm: Orm; config: Con
     },
   };
 }
+
+export type JourneyActivities = ReturnType<typeof createJourneyActivities>;

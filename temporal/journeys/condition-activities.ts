@@ -1,5 +1,6 @@
 import { ApplicationFailure } from '@temporalio/activity';
-import { evaluateCondition as evaluate, loadConditionFacts } from '../../db/conditions/evaluate';
+import { evaluateCondition as evaluate } from '../../db/conditions/evaluate';
+import { loadConditionFacts } from '../../db/conditions/facts';
 import type { Orm } from '../../db/orm';
 import { type StepConfigs, stepConfigSchemas } from '../../db/journeys/steps';
 
@@ -30,3 +31,5 @@ export function createConditionActivities({ orm }: { orm: Orm }) {
     },
   };
 }
+
+export type ConditionActivities = ReturnType<typeof createConditionActivities>;

@@ -212,6 +212,8 @@ export function createWebhookActivities(deps: WebhookDeps) {
   };
 }
 
+export type WebhookActivities = ReturnType<typeof createWebhookActivities>;
+
 function looksLikeJson(text: string): boolean {
   const t = text.trim();
   if (!/^[[{]/.test(t)) return false;

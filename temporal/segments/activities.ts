@@ -1,10 +1,10 @@
-import { ApplicationFailure, Context } from '@temporalio/activity';
+import { Context } from '@temporalio/activity';
 import type { Config } from '../../config';
-import { workflowsTriggeredBy } from '../../db/journeys/executions';
+import { journeysTriggeredBy } from '../../db/journeys/executions';
 import type { Orm } from '../../db/orm';
 import { applySegmentMembership, type ComputeOutcome, contactsWithActiveExecutions, membershipEventsPage } from '../../db/segments/segments';
-import { AppError } from '../../errors';
 import { TemporalGateway } from '../client';
+import { permanent } from '../failures';
 import { deliverTrackedEvent } from '../triggers/dispatch';
 
 export interface DeliverSegmentEventsInput {
@@ -22,13 +22,8 @@ export function createSegmentActivities({ orm, config }: { orm: Orm; config: Con
   return {
     /** Diffs and writes a tracked dynamic segment's membership and its entry/exit events (db/segments/segments.ts). */
     async applySegmentMembership(input: { projectId: string; segmentId: string; computeId: string }): Promise<ComputeOutcome> {
-      try {
-        return await applySegmentMembership(orm.em.fork(), input);
-      } catch (err) {
-        // Gone, or no longer tracked / dynamic: a retry would not change that.
-        if (err instanceof AppError && err.status < 500) throw ApplicationFailure.nonRetryable(err.message, err.code);
-        throw err;
-      }
+      // Gone, or no longer tracked / dynamic: a retry would not change that.
+      return permanent(applySegmentMembership(orm.em.fork(), input));
     },
 
     /**
@@ -44,7 +39,7 @@ export function createSegmentActivities({ orm, config }: { orm: Orm; config: Con
       const events = await membershipEventsPage(em, { ...input, after: resumedAfter ?? input.after });
       if (events.length === 0) return { delivered: 0, lastId: null };
       const triggers = new Map(
-        await Promise.all(input.names.map(async (name) => [name, (await workflowsTriggeredBy(em, input.projectId, name)).length > 0] as const)),
+        await Promise.all(input.names.map(async (name) => [name, (await journeysTriggeredBy(em, input.projectId, name)).length > 0] as const)),
       );
       const waiting = await contactsWithActiveExecutions(em, input.projectId, [...new Set(events.map((e) => e.contactId))]);
       const deps = { em, temporal: new TemporalGateway(ctx.client, ctx.info.taskQueue, config), config };
@@ -65,3 +60,5 @@ export function createSegmentActivities({ orm, config }: { orm: Orm; config: Con
     },
   };
 }
+
+export type SegmentActivities = ReturnType<typeof createSegmentActivities>;

@@ -1,15 +1,14 @@
 import { continueAsNew, ParentClosePolicy, proxyActivities, startChild, workflowInfo } from '@temporalio/workflow';
-import type { Activities } from '../activities';
-import type { DeliverSegmentEventsInput } from './activities';
+import type { DeliverSegmentEventsInput, SegmentActivities } from './activities';
 import { ProjectIdKey } from '../search-attributes';
 
-const { applySegmentMembership } = proxyActivities<Activities>({
+const { applySegmentMembership } = proxyActivities<SegmentActivities>({
   // One statement over the project's contacts: minutes for millions of them.
   startToCloseTimeout: '30 minutes',
   retry: { maximumAttempts: 5 },
 });
 
-const { deliverSegmentEvents } = proxyActivities<Activities>({
+const { deliverSegmentEvents } = proxyActivities<SegmentActivities>({
   startToCloseTimeout: '10 minutes',
   heartbeatTimeout: '1 minute',
   retry: { maximumAttempts: 10 },

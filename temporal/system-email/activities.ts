@@ -5,6 +5,7 @@ import { closeSystemEmail, loadSystemEmail } from '../../db/accounts/system-emai
 import { systemMessage } from '../../mail/account-emails';
 import { dkimKeyObject } from '../../mail/dkim';
 import { type Mailer, SmtpError } from '../../mail/transport';
+import { smtpPermanentFailure } from '../failures';
 
 export function createSystemEmailActivities({ orm, mailer, config }: { orm: Orm; mailer: Mailer; config: Pick<Config, 'auth'> }) {
   const key = config.auth.systemDkim;
@@ -31,7 +32,7 @@ export function createSystemEmailActivities({ orm, mailer, config }: { orm: Orm;
         if (err instanceof SmtpError && err.permanent) {
           // Never deliverable: the link it carries goes too.
           await closeSystemEmail(em, id, false);
-          throw ApplicationFailure.nonRetryable(err.message, 'SmtpPermanentError');
+          throw smtpPermanentFailure(err);
         }
         throw err;
       }
@@ -50,3 +51,5 @@ export function createSystemEmailActivities({ orm, mailer, config }: { orm: Orm;
     },
   };
 }
+
+export type SystemEmailActivities = ReturnType<typeof createSystemEmailActivities>;

@@ -1,5 +1,5 @@
 import { proxyActivities } from '@temporalio/workflow';
-import type { Activities } from '../activities';
+import type { SystemEmailActivities } from './activities';
 import { deliveryOptions } from '../delivery-options';
 
 export interface SystemEmailInput {
@@ -10,8 +10,8 @@ export interface SystemEmailInput {
 
 /** Delivers one account email (verification, password reset) with the same retry rules as every send. */
 export async function sendSystemEmail(input: SystemEmailInput): Promise<void> {
-  const { deliverSystemEmail } = proxyActivities<Activities>(deliveryOptions(input.maxRetryIntervalSeconds));
-  const { recordSystemEmailSent } = proxyActivities<Activities>({
+  const { deliverSystemEmail } = proxyActivities<SystemEmailActivities>(deliveryOptions(input.maxRetryIntervalSeconds));
+  const { recordSystemEmailSent } = proxyActivities<SystemEmailActivities>({
     startToCloseTimeout: '30 seconds',
     retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
   });

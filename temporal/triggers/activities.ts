@@ -80,3 +80,5 @@ export function createTriggerDispatcherActivities({ orm, config, listener }: { o
     },
   };
 }
+
+export type TriggerDispatcherActivities = ReturnType<typeof createTriggerDispatcherActivities>;

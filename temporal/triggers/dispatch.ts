@@ -1,11 +1,12 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../../config';
 import type { JsonValue } from '../../db/entities/contact';
-import { activeExecutionIdsOfContact, claimExecution, type ExecutionClaim, releaseExecution, workflowsTriggeredBy } from '../../db/journeys/executions';
+import { activeExecutionIdsOfContact, claimExecution, type ExecutionClaim, journeysTriggeredBy, releaseExecution } from '../../db/journeys/executions';
 import { queryOne } from '../../db/sql';
 import { executionIdFor } from '../../db/events/trigger-outbox';
 import { loadGraph } from '../../db/journeys/journeys';
 import type { TemporalGateway } from '../client';
+import { signalTrackedEvent, startJourney } from '../journeys/lifecycle';
 
 export interface TriggerDeps {
   /** Not inside a transaction: a claimed execution must be visible to its workflow at once. */
@@ -38,7 +39,7 @@ export function journeyLookups(em: EntityManager): JourneyLookups {
     return found;
   };
   return {
-    triggeredBy: (projectId, eventName) => once(triggered, `${projectId}\n${eventName}`, () => workflowsTriggeredBy(em, projectId, eventName)),
+    triggeredBy: (projectId, eventName) => once(triggered, `${projectId}\n${eventName}`, () => journeysTriggeredBy(em, projectId, eventName)),
     graph: (workflowId) => once(graphs, workflowId, () => loadGraph(em, workflowId)),
   };
 }
@@ -55,14 +56,15 @@ export async function startExecution(deps: TriggerDeps, input: ExecutionClaim): 
   if (!executionId) return null;
   try {
     const [graph, names] = await Promise.all([
-      deps.lookups ? deps.lookups.graph(input.workflowId) : loadGraph(deps.em, input.workflowId),
-      journeyNames(deps.em, input.workflowId, input.contactId),
+      deps.lookups ? deps.lookups.graph(input.journeyId) : loadGraph(deps.em, input.journeyId),
+      journeyNames(deps.em, input.journeyId, input.contactId),
     ]);
-    await deps.temporal.startJourney(
+    await startJourney(
+      deps.temporal,
       {
         executionId,
         projectId: input.projectId,
-        workflowId: input.workflowId,
+        workflowId: input.journeyId,
         contactId: input.contactId,
         graph,
         context: input.context,
@@ -103,17 +105,17 @@ export async function deliverTrackedEvent(
   const running = signalExecutions ?? (await activeExecutionIdsOfContact(deps.em, event.projectId, event.contactId));
   await Promise.all(
     running.map((id) =>
-      deps.temporal.signalTrackedEvent(id, { eventId: event.eventId, name: event.name, data: event.context, trackedAt: event.trackedAt }),
+      signalTrackedEvent(deps.temporal, id, { eventId: event.eventId, name: event.name, data: event.context, trackedAt: event.trackedAt }),
     ),
   );
   const started: string[] = [];
   const triggered = deps.lookups
     ? await deps.lookups.triggeredBy(event.projectId, event.name)
-    : await workflowsTriggeredBy(deps.em, event.projectId, event.name);
+    : await journeysTriggeredBy(deps.em, event.projectId, event.name);
   for (const workflow of triggered) {
     const id = await startExecution(deps, {
       projectId: event.projectId,
-      workflowId: workflow.id,
+      journeyId: workflow.id,
       contactId: event.contactId,
       allowReentry: workflow.allowReentry,
       context: event.context,

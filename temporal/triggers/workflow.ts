@@ -1,5 +1,5 @@
 import { continueAsNew, proxyActivities, workflowInfo } from '@temporalio/workflow';
-import type { Activities } from '../activities';
+import type { TriggerDispatcherActivities } from './activities';
 
 export interface TriggerDispatcherInput {
   /** The task queue whose tracked events this dispatcher delivers (trigger_outbox.queue). */
@@ -18,7 +18,7 @@ const ROUNDS_PER_RUN = 500;
  * contact's events in order.
  */
 export async function triggerDispatcher(input: TriggerDispatcherInput): Promise<void> {
-  const { dispatchTriggers } = proxyActivities<Activities>({
+  const { dispatchTriggers } = proxyActivities<TriggerDispatcherActivities>({
     startToCloseTimeout: `${input.roundSeconds + 120} seconds`,
     heartbeatTimeout: '10 seconds',
     retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },

@@ -4,6 +4,7 @@ import { newId } from '../../db/ids';
 import type { ProjectWithKeys } from '../../db/projects/projects';
 import { setThrottleRate } from '../../db/messages/send-throttle';
 import { query, queryOne } from '../../db/sql';
+import { startCampaign } from '../../temporal/campaigns/lifecycle';
 import type { DnsServer } from '../helpers/dns';
 import { bearer, startTestEnv, type TestEnv } from '../helpers/env';
 import { type Domain, type SendingEnv, startSendingEnv, waitUntil } from '../helpers/sending';
@@ -485,7 +486,7 @@ test('a long campaign continues as new between batches and still sends each reci
   // The route's send with a small batch and a short run: 5 batches of 25, 2 per run → 3 runs.
   await env.orm.em.fork().transactional(async (tx) => {
     await markCampaignForSending(tx, project.id, c.id, undefined);
-    await env.temporal.startCampaign({ projectId: project.id, campaignId: c.id, scheduledFor: null }, { batchSize: 25, batchesPerRun: 2 });
+    await startCampaign(env.temporal, { projectId: project.id, campaignId: c.id, scheduledFor: null }, { batchSize: 25, batchesPerRun: 2 });
   });
   await waitForStatus(env, project, c.id, 'SENT');
   expect(expectNoDuplicates(mailTo('can')).size).toBe(120);

@@ -1,4 +1,5 @@
-import { type ConditionInput, evaluateCondition, parseFullIsoDateTime, readPath } from '../../db/conditions/evaluate';
+import { type ConditionInput, evaluateCondition } from '../../db/conditions/evaluate';
+import { parseFullIsoDateTime, readPath } from '../../db/conditions/values';
 import { upsertContact } from '../../db/contacts/contacts';
 import { recordEvent } from '../../db/events/events';
 import type { ProjectWithKeys } from '../../db/projects/projects';

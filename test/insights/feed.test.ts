@@ -3,7 +3,7 @@ import { query } from '../../db/sql';
 import { bearer, startTestEnv, type TestEnv } from '../helpers/env';
 
 /**
- * GET /activity and its aggregates over the real database. Tracked events come through the API
+ * The feed (GET /activity) and its aggregates over the real database. Tracked events come through the API
  * (they are "now"); emitted events, executions and campaigns are written as the service writes
  * them, at chosen times before T0, so the order of the feed is known exactly.
  */

@@ -3,7 +3,7 @@ import { newId } from '../../db/ids';
 import { query } from '../../db/sql';
 import { bearer, startTestEnv, type TestEnv } from '../helpers/env';
 
-/** Workflow definitions through the API, on the real database: CRUD, step configs, transitions, graph rules. */
+/** Journey definitions through the API (`/workflows`), on the real database: CRUD, step configs, transitions, graph rules. */
 
 let env: TestEnv;
 let project: ProjectWithKeys;
@@ -21,7 +21,7 @@ interface Transition {
   toStepId: string;
   branch: string | null;
 }
-interface Workflow {
+interface Journey {
   id: string;
   name: string;
   description: string | null;
@@ -68,25 +68,25 @@ function expectError(res: { status: number; body: ErrorBody }, status: number, c
 const errorsOf = (res: { body: ErrorBody }) =>
   (res.body.error?.errors ?? []).map((e) => [e.field, e.code] as const).sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
 
-async function createWorkflow(p: ProjectWithKeys, body: object = { name: 'Onboarding', eventName: 'signup' }): Promise<Workflow> {
+async function createJourney(p: ProjectWithKeys, body: object = { name: 'Onboarding', eventName: 'signup' }): Promise<Journey> {
   const res = await as(p).create(body);
   expect(res.status).toBe(201);
-  return res.body as Workflow;
+  return res.body as Journey;
 }
 
-async function addStep(p: ProjectWithKeys, workflowId: string, body: object): Promise<Step> {
-  const res = await as(p).addStep(workflowId, body);
+async function addStep(p: ProjectWithKeys, journeyId: string, body: object): Promise<Step> {
+  const res = await as(p).addStep(journeyId, body);
   expect({ status: res.status, body: res.body }).toEqual({ status: 201, body: expect.anything() });
   return res.body as Step;
 }
 
-async function connect(p: ProjectWithKeys, workflowId: string, fromStepId: string, toStepId: string, branch?: string): Promise<Transition> {
-  const res = await as(p).connect(workflowId, { fromStepId, toStepId, ...(branch ? { branch } : {}) });
+async function connect(p: ProjectWithKeys, journeyId: string, fromStepId: string, toStepId: string, branch?: string): Promise<Transition> {
+  const res = await as(p).connect(journeyId, { fromStepId, toStepId, ...(branch ? { branch } : {}) });
   expect({ status: res.status, body: res.body }).toEqual({ status: 201, body: expect.anything() });
   return res.body as Transition;
 }
 
-const trigger = (w: Workflow) => w.steps.find((s) => s.type === 'TRIGGER')!;
+const trigger = (w: Journey) => w.steps.find((s) => s.type === 'TRIGGER')!;
 
 let templateId: string;
 let otherTemplateId: string;
@@ -106,7 +106,7 @@ test('create returns the workflow, disabled, EVENT-triggered, with its TRIGGER s
   const before = Date.now();
   const res = await as(project).create({ name: '  Onboarding ', description: 'New users', eventName: 'signup' });
   expect(res.status).toBe(201);
-  const w = res.body as Workflow;
+  const w = res.body as Journey;
   expect(w).toEqual({
     id: expect.stringMatching(/^wfl_[0-9a-f]{32}$/),
     name: 'Onboarding',
@@ -147,11 +147,11 @@ test('create validates name and eventName', async () => {
 
 test('list: newest first, cursor pages, total on the first page only; projects are isolated', async () => {
   const p = await env.project('workflows list');
-  const created: Workflow[] = [];
-  for (const name of ['one', 'two', 'three']) created.push(await createWorkflow(p, { name, eventName: 'e' }));
+  const created: Journey[] = [];
+  for (const name of ['one', 'two', 'three']) created.push(await createJourney(p, { name, eventName: 'e' }));
   const first = await as(p).list({ limit: 2 });
   expect(first.status).toBe(200);
-  const summary = (w: Workflow) => {
+  const summary = (w: Journey) => {
     const { steps: _s, transitions: _t, ...rest } = w;
     return rest;
   };
@@ -163,11 +163,11 @@ test('list: newest first, cursor pages, total on the first page only; projects a
   expectError(await as(other).patch(created[0]!.id, { name: 'x' }), 404, 'WORKFLOW_NOT_FOUND');
   expectError(await as(other).remove(created[0]!.id), 404, 'WORKFLOW_NOT_FOUND');
   expectError(await as(other).addStep(created[0]!.id, { type: 'EXIT', config: {} }), 404, 'WORKFLOW_NOT_FOUND');
-  expect((await as(other).list()).body.data.map((w: Workflow) => w.id)).not.toContain(created[0]!.id);
+  expect((await as(other).list()).body.data.map((w: Journey) => w.id)).not.toContain(created[0]!.id);
 });
 
 test('PATCH updates metadata, the trigger event (its TRIGGER step follows) and allowReentry', async () => {
-  const w = await createWorkflow(project);
+  const w = await createJourney(project);
   const res = await as(project).patch(w.id, { name: 'Renamed', description: null, eventName: 'registered', allowReentry: true });
   expect(res.status).toBe(200);
   expect(res.body).toEqual({
@@ -196,7 +196,7 @@ test('PATCH updates metadata, the trigger event (its TRIGGER step follows) and a
 
 describe('steps', () => {
   test('one step of each type: configs validated, stored with their defaults', async () => {
-    const w = await createWorkflow(project);
+    const w = await createJourney(project);
     const cases: [object, object][] = [
       [{ type: 'SEND_EMAIL', name: 'Welcome mail', config: { templateId } }, { templateId, recipient: { type: 'CONTACT' } }],
       [
@@ -220,7 +220,7 @@ describe('steps', () => {
         config,
       });
     }
-    const got = (await as(project).get(w.id)).body as Workflow;
+    const got = (await as(project).get(w.id)).body as Journey;
     expect(got.steps.map((s) => s.type)).toEqual([
       'TRIGGER',
       'SEND_EMAIL',
@@ -237,7 +237,7 @@ describe('steps', () => {
   });
 
   test('invalid configs are refused per type, with config.<key> fields', async () => {
-    const w = await createWorkflow(project);
+    const w = await createJourney(project);
     const cases: [object, [string, string][]][] = [
       [{ type: 'SEND_EMAIL', config: {} }, [['config.templateId', 'invalid_type']]],
       [
@@ -280,7 +280,7 @@ describe('steps', () => {
   });
 
   test("a SEND_EMAIL template must be one of the project's", async () => {
-    const w = await createWorkflow(project);
+    const w = await createJourney(project);
     for (const id of ['tpl_missing', otherTemplateId]) {
       const res = await as(project).addStep(w.id, { type: 'SEND_EMAIL', config: { templateId: id } });
       expectError(res, 422, 'VALIDATION_ERROR');
@@ -290,7 +290,7 @@ describe('steps', () => {
   });
 
   test('PATCH a step: rename, replace the config (validated for its type); the TRIGGER config is refused', async () => {
-    const w = await createWorkflow(project);
+    const w = await createJourney(project);
     const delay = await addStep(project, w.id, { type: 'DELAY', name: 'Wait', config: { amount: 2, unit: 'hours' } });
 
     const renamed = await as(project).patchStep(w.id, delay.id, { name: 'Pause' });
@@ -329,7 +329,7 @@ describe('steps', () => {
 
     expectError(await as(project).patchStep(w.id, 'stp_missing', { name: 'x' }), 404, 'WORKFLOW_STEP_NOT_FOUND');
     expectError(await as(project).patchStep(w.id, 'stp_missing', { config: {} }), 404, 'WORKFLOW_STEP_NOT_FOUND');
-    const w2 = await createWorkflow(project);
+    const w2 = await createJourney(project);
     expectError(await as(project).patchStep(w2.id, delay.id, { name: 'x' }), 404, 'WORKFLOW_STEP_NOT_FOUND');
     expectError(await as(project).patchStep(w2.id, delay.id, { config: { amount: 1, unit: 'days' } }), 404, 'WORKFLOW_STEP_NOT_FOUND');
     expectError(await as(project).removeStep(w2.id, delay.id), 404, 'WORKFLOW_STEP_NOT_FOUND');
@@ -338,7 +338,7 @@ describe('steps', () => {
 
 describe('transitions', () => {
   test('rules on branches, sources and targets; one transition per branch', async () => {
-    const w = await createWorkflow(project);
+    const w = await createJourney(project);
     const t = trigger(w);
     const cond = await addStep(project, w.id, { type: 'CONDITION', config: { field: 'contact.subscribed', operator: 'equals', value: true } });
     const send = await addStep(project, w.id, { type: 'SEND_EMAIL', config: { templateId } });
@@ -401,8 +401,8 @@ describe('transitions', () => {
       `Step ${wait.id} already has an "event" transition (${onEvent.id}); an unlabelled one would be taken on the same outcome`,
     );
 
-    // Steps of another workflow, or none at all.
-    const w2 = await createWorkflow(project);
+    // Steps of another journey, or none at all.
+    const w2 = await createJourney(project);
     await rule({ fromStepId: send.id, toStepId: trigger(w2).id }, 422, [
       { field: 'toStepId', message: `No step ${trigger(w2).id} in workflow ${w.id}`, code: 'step_not_found' },
     ]);
@@ -417,7 +417,7 @@ describe('transitions', () => {
     expect({ status: del.status, body: del.body }).toEqual({ status: 200, body: { id: yes.id, deleted: true } });
     expectError(await as(project).disconnect(w.id, yes.id), 404, 'WORKFLOW_TRANSITION_NOT_FOUND');
     expectError(await as(project).disconnect(w2.id, first.body.id), 404, 'WORKFLOW_TRANSITION_NOT_FOUND');
-    const got = (await as(project).get(w.id)).body as Workflow;
+    const got = (await as(project).get(w.id)).body as Journey;
     expect(got.transitions.map((x) => [x.fromStepId, x.toStepId, x.branch])).toEqual([
       [t.id, cond.id, null],
       [cond.id, exit.id, 'no'],
@@ -428,7 +428,7 @@ describe('transitions', () => {
 
 describe('enabling validates the graph', () => {
   test('an invalid graph is refused with one error per problem; fixed, it enables', async () => {
-    const w = await createWorkflow(project, { name: 'Graph', eventName: 'signup' });
+    const w = await createJourney(project, { name: 'Graph', eventName: 'signup' });
     const t = trigger(w);
     const send = await addStep(project, w.id, { type: 'SEND_EMAIL', name: 'Hello', config: { templateId } });
     const cond = await addStep(project, w.id, { type: 'CONDITION', name: 'Paid?', config: { field: 'event.paid', operator: 'triggered' } });
@@ -457,7 +457,7 @@ describe('enabling validates the graph', () => {
     ]);
     expect(res.body.error.message).toMatch(/^The workflow cannot be enabled: its graph has 6 problems: steps\./);
     // Nothing of the PATCH was applied.
-    const unchanged = (await as(project).get(w.id)).body as Workflow;
+    const unchanged = (await as(project).get(w.id)).body as Journey;
     expect({ enabled: unchanged.enabled, name: unchanged.name }).toEqual({ enabled: false, name: 'Graph' });
 
     const exit = await addStep(project, w.id, { type: 'EXIT', config: { reason: 'paid' } });
@@ -479,7 +479,7 @@ describe('enabling validates the graph', () => {
 
   test('a SEND_EMAIL step whose template was deleted since blocks enabling', async () => {
     const tpl = await as(project).createTemplate('Soon gone');
-    const w = await createWorkflow(project);
+    const w = await createJourney(project);
     const send = await addStep(project, w.id, { type: 'SEND_EMAIL', name: 'Mail', config: { templateId: tpl.body.id } });
     await connect(project, w.id, trigger(w).id, send.id);
     expect((await env.http().delete(`/templates/${tpl.body.id}`).set(bearer(project.secretKey))).status).toBe(200);
@@ -497,7 +497,7 @@ describe('enabling validates the graph', () => {
   });
 
   test('edits of an enabled workflow are kept only if the graph stays valid', async () => {
-    const w = await createWorkflow(project, { name: 'Live', eventName: 'signup' });
+    const w = await createJourney(project, { name: 'Live', eventName: 'signup' });
     const t = trigger(w);
     const wait = await addStep(project, w.id, { type: 'WAIT_FOR_EVENT', config: { eventName: 'paid', timeout: 600 } });
     const send = await addStep(project, w.id, { type: 'SEND_EMAIL', config: { templateId } });
@@ -506,7 +506,7 @@ describe('enabling validates the graph', () => {
     await connect(project, w.id, wait.id, send.id, 'event');
     const timeout = await connect(project, w.id, wait.id, exit.id, 'timeout');
     expect((await as(project).patch(w.id, { enabled: true })).status).toBe(200);
-    const before = (await as(project).get(w.id)).body as Workflow;
+    const before = (await as(project).get(w.id)).body as Journey;
 
     // A new step would be unreachable: refused, and not stored.
     const added = await as(project).addStep(w.id, { type: 'DELAY', config: { amount: 1, unit: 'hours' } });
@@ -533,14 +533,14 @@ describe('enabling validates the graph', () => {
       [`steps.${exit.id}`, `EXIT step ${exit.id} is not reachable from the trigger; connect a transition to it or delete it`],
     ]);
     expect(errorsOf(await as(project).removeStep(w.id, t.id))).toEqual([['params.stepId', 'trigger_step']]);
-    const after = (await as(project).get(w.id)).body as Workflow;
+    const after = (await as(project).get(w.id)).body as Journey;
     expect(after).toEqual(before);
 
     // Valid edits go through: deleting the EXIT leaves the wait with its "event" branch only
     // (on timeout the execution completes), which is a valid graph.
     expect((await as(project).patchStep(w.id, wait.id, { config: { eventName: 'paid', timeout: 1200 } })).status).toBe(200);
     expect((await as(project).removeStep(w.id, exit.id)).status).toBe(200);
-    const final = (await as(project).get(w.id)).body as Workflow;
+    const final = (await as(project).get(w.id)).body as Journey;
     expect({ enabled: final.enabled, steps: final.steps.map((s) => s.id), transitions: final.transitions.length }).toEqual({
       enabled: true,
       steps: [t.id, wait.id, send.id],
@@ -553,7 +553,7 @@ describe('enabling validates the graph', () => {
 
 describe('deleting steps', () => {
   test('splice reconnects every predecessor to the single successor, keeping their ids and branches', async () => {
-    const w = await createWorkflow(project);
+    const w = await createJourney(project);
     const t = trigger(w);
     const cond = await addStep(project, w.id, { type: 'CONDITION', config: { field: 'contact.email', operator: 'contains', value: '@example.org' } });
     const delay = await addStep(project, w.id, { type: 'DELAY', config: { amount: 1, unit: 'days' } });
@@ -574,7 +574,7 @@ describe('deleting steps', () => {
       ],
       removedTransitionIds: [out.id],
     });
-    const got = (await as(project).get(w.id)).body as Workflow;
+    const got = (await as(project).get(w.id)).body as Journey;
     expect(got.steps.map((s) => s.id)).toEqual([t.id, cond.id, exit.id]);
     expect(got.transitions).toEqual([a, { ...yes, toStepId: exit.id }, { ...no, toStepId: exit.id }]);
 
@@ -593,7 +593,7 @@ describe('deleting steps', () => {
     // Without splice the step goes with all its transitions.
     const plain = await as(project).removeStep(w.id, cond.id, false);
     expect(plain.body).toEqual({ id: cond.id, deleted: true, reconnected: [], removedTransitionIds: [a.id, yes.id, no.id] });
-    const left = (await as(project).get(w.id)).body as Workflow;
+    const left = (await as(project).get(w.id)).body as Journey;
     expect({ steps: left.steps.map((s) => s.id), transitions: left.transitions }).toEqual({ steps: [t.id, exit.id], transitions: [] });
 
     // Splicing a step with no successor just removes it and the transitions to it.
@@ -616,7 +616,7 @@ describe('deleting steps', () => {
 });
 
 test('delete is refused with 409 while an execution is active, allowed once it finished', async () => {
-  const w = await createWorkflow(project);
+  const w = await createJourney(project);
   const contact = await env.http().post('/contacts').set(bearer(project.secretKey)).send({ email: 'active@example.org' });
   expect(contact.status).toBe(201);
   const executionId = newId('exe');
@@ -643,8 +643,8 @@ test('delete is refused with 409 while an execution is active, allowed once it f
 test('template usage lists the SEND_EMAIL steps that use the template, in this project only', async () => {
   const tpl = await as(project).createTemplate('Usage');
   const unused = await as(project).createTemplate('Unused');
-  const w1 = await createWorkflow(project);
-  const w2 = await createWorkflow(project);
+  const w1 = await createJourney(project);
+  const w2 = await createJourney(project);
   const s1 = await addStep(project, w1.id, { type: 'SEND_EMAIL', config: { templateId: tpl.body.id } });
   const s2 = await addStep(project, w2.id, { type: 'SEND_EMAIL', config: { templateId: tpl.body.id } });
   const s3 = await addStep(project, w2.id, { type: 'SEND_EMAIL', config: { templateId: unused.body.id } });

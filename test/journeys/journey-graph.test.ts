@@ -1,4 +1,4 @@
-import { type ValidatableGraph, validateGraph } from '../../db/journeys/graph';
+import { type ValidatableGraph, validateJourneyGraph } from '../../db/journeys/graph';
 import type { Branch, GraphStep, JourneyGraph, StepType } from '../../db/journeys/steps';
 
 /** The graph rules on hand-made graphs: no database, every message exact. */
@@ -30,23 +30,23 @@ function graph(steps: StepSpec[], edges: Edge[], entryStepId = 't'): JourneyGrap
 
 describe('valid graphs', () => {
   test('a straight line ending in EXIT', () => {
-    expect(validateGraph(graph([['s', 'SEND_EMAIL'], ['d', 'DELAY'], ['x', 'EXIT']], [['t', 's'], ['s', 'd'], ['d', 'x']]))).toEqual([]);
+    expect(validateJourneyGraph(graph([['s', 'SEND_EMAIL'], ['d', 'DELAY'], ['x', 'EXIT']], [['t', 's'], ['s', 'd'], ['d', 'x']]))).toEqual([]);
   });
 
   test('a line ending on a step without outgoing transitions (a leaf completes the execution)', () => {
-    expect(validateGraph(graph([['s', 'SEND_EMAIL'], ['w', 'WEBHOOK']], [['t', 's'], ['s', 'w']]))).toEqual([]);
+    expect(validateJourneyGraph(graph([['s', 'SEND_EMAIL'], ['w', 'WEBHOOK']], [['t', 's'], ['s', 'w']]))).toEqual([]);
   });
 
   test('a CONDITION with both branches, one to EXIT and one to a leaf; both to the same step is fine too', () => {
     expect(
-      validateGraph(graph([['c', 'CONDITION'], ['x', 'EXIT'], ['u', 'UPDATE_CONTACT']], [['t', 'c'], ['c', 'x', 'yes'], ['c', 'u', 'no']])),
+      validateJourneyGraph(graph([['c', 'CONDITION'], ['x', 'EXIT'], ['u', 'UPDATE_CONTACT']], [['t', 'c'], ['c', 'x', 'yes'], ['c', 'u', 'no']])),
     ).toEqual([]);
-    expect(validateGraph(graph([['c', 'CONDITION'], ['u', 'UPDATE_CONTACT']], [['t', 'c'], ['c', 'u', 'yes'], ['c', 'u', 'no']]))).toEqual([]);
+    expect(validateJourneyGraph(graph([['c', 'CONDITION'], ['u', 'UPDATE_CONTACT']], [['t', 'c'], ['c', 'u', 'yes'], ['c', 'u', 'no']]))).toEqual([]);
   });
 
   test('a loop through a DELAY, with a way out', () => {
     expect(
-      validateGraph(
+      validateJourneyGraph(
         graph(
           [['d', 'DELAY'], ['s', 'SEND_EMAIL'], ['c', 'CONDITION'], ['x', 'EXIT']],
           [['t', 'd'], ['d', 's'], ['s', 'c'], ['c', 'd', 'no'], ['c', 'x', 'yes']],
@@ -56,9 +56,9 @@ describe('valid graphs', () => {
   });
 
   test('WAIT_FOR_EVENT: unlabelled, or event/timeout branches when it has a timeout; a self-loop on it is a waiting loop', () => {
-    expect(validateGraph(graph([['w', 'WAIT_FOR_EVENT'], ['s', 'SEND_EMAIL']], [['t', 'w'], ['w', 's']]))).toEqual([]);
+    expect(validateJourneyGraph(graph([['w', 'WAIT_FOR_EVENT'], ['s', 'SEND_EMAIL']], [['t', 'w'], ['w', 's']]))).toEqual([]);
     expect(
-      validateGraph(
+      validateJourneyGraph(
         graph(
           [['w', 'WAIT_FOR_EVENT', { eventName: 'paid', timeout: 3600 }], ['s', 'SEND_EMAIL'], ['x', 'EXIT']],
           [['t', 'w'], ['w', 's', 'event'], ['w', 'x', 'timeout']],
@@ -66,9 +66,9 @@ describe('valid graphs', () => {
       ),
     ).toEqual([]);
     // Only the event branch: on timeout there is nothing to take, and the execution completes.
-    expect(validateGraph(graph([['w', 'WAIT_FOR_EVENT', { eventName: 'paid', timeout: 60 }], ['s', 'SEND_EMAIL']], [['t', 'w'], ['w', 's', 'event']]))).toEqual([]);
+    expect(validateJourneyGraph(graph([['w', 'WAIT_FOR_EVENT', { eventName: 'paid', timeout: 60 }], ['s', 'SEND_EMAIL']], [['t', 'w'], ['w', 's', 'event']]))).toEqual([]);
     expect(
-      validateGraph(
+      validateJourneyGraph(
         graph(
           [['w', 'WAIT_FOR_EVENT', { eventName: 'paid', timeout: 60 }], ['x', 'EXIT']],
           [['t', 'w'], ['w', 'w', 'timeout'], ['w', 'x', 'event']],
@@ -78,7 +78,7 @@ describe('valid graphs', () => {
   });
 
   test('a lone trigger connected to a single EXIT', () => {
-    expect(validateGraph(graph([['x', 'EXIT']], [['t', 'x']]))).toEqual([]);
+    expect(validateJourneyGraph(graph([['x', 'EXIT']], [['t', 'x']]))).toEqual([]);
   });
 });
 
@@ -88,7 +88,7 @@ describe('reachability', () => {
       [['s', 'SEND_EMAIL'], ['o1', 'DELAY'], ['o2', 'EXIT']],
       [['t', 's'], ['o1', 'o2']],
     );
-    expect(validateGraph(g)).toEqual([
+    expect(validateJourneyGraph(g)).toEqual([
       { path: 'steps.o1', message: 'DELAY step o1 is not reachable from the trigger; connect a transition to it or delete it' },
       { path: 'steps.o2', message: 'EXIT step o2 is not reachable from the trigger; connect a transition to it or delete it' },
     ]);
@@ -107,7 +107,7 @@ describe('reachability', () => {
         { id: 'trn_2', from: 'stp_c', to: 'stp_o', branch: 'maybe' as Branch },
       ],
     };
-    expect(validateGraph(g)).toEqual([
+    expect(validateJourneyGraph(g)).toEqual([
       { path: 'transitions.trn_2', message: 'A transition from CONDITION step "Subscribed?" (stp_c) may not be "maybe"; it must be "yes" or "no"' },
       { path: 'steps.stp_c', message: 'CONDITION step "Subscribed?" (stp_c) needs both a "yes" and a "no" transition; missing: "yes", "no"' },
     ]);
@@ -117,7 +117,7 @@ describe('reachability', () => {
 describe('every step can finish', () => {
   test('a loop with a DELAY but no way out traps its steps, each named with the whole trap', () => {
     const g = graph([['s', 'SEND_EMAIL'], ['d', 'DELAY']], [['t', 's'], ['s', 'd'], ['d', 's']]);
-    expect(validateGraph(g)).toEqual([
+    expect(validateJourneyGraph(g)).toEqual([
       {
         path: 'steps.d',
         message:
@@ -142,7 +142,7 @@ describe('every step can finish', () => {
       [['c', 'CONDITION'], ['x', 'EXIT'], ['w1', 'WAIT_FOR_EVENT'], ['w2', 'DELAY']],
       [['t', 'c'], ['c', 'x', 'yes'], ['c', 'w1', 'no'], ['w1', 'w2'], ['w2', 'w1']],
     );
-    expect(validateGraph(g)).toEqual([
+    expect(validateJourneyGraph(g)).toEqual([
       {
         path: 'steps.w1',
         message:
@@ -163,7 +163,7 @@ describe('loops must wait', () => {
       [['s', 'SEND_EMAIL'], ['c', 'CONDITION'], ['x', 'EXIT']],
       [['t', 's'], ['s', 'c'], ['c', 's', 'no'], ['c', 'x', 'yes']],
     );
-    expect(validateGraph(g)).toEqual([
+    expect(validateJourneyGraph(g)).toEqual([
       {
         path: 'graph',
         message:
@@ -179,7 +179,7 @@ describe('loops must wait', () => {
       ['c', 'x', 'yes'],
       ['h', 'h'],
     ]);
-    const issues = validateGraph(g);
+    const issues = validateJourneyGraph(g);
     expect(issues.filter((i) => i.path === 'graph')).toEqual([
       {
         path: 'graph',
@@ -200,7 +200,7 @@ describe('loops must wait', () => {
       [['a', 'CONDITION'], ['b', 'UPDATE_CONTACT'], ['c', 'WEBHOOK'], ['d', 'CONDITION'], ['x', 'EXIT']],
       [['t', 'a'], ['a', 'b', 'yes'], ['b', 'a'], ['a', 'c', 'no'], ['c', 'd'], ['d', 'a', 'yes'], ['d', 'x', 'no']],
     );
-    expect(validateGraph(g)).toEqual([
+    expect(validateJourneyGraph(g)).toEqual([
       {
         path: 'graph',
         message:
@@ -214,14 +214,14 @@ describe('loops must wait', () => {
       [['a', 'CONDITION'], ['b', 'UPDATE_CONTACT'], ['d', 'DELAY'], ['x', 'EXIT']],
       [['t', 'a'], ['a', 'b', 'yes'], ['b', 'd'], ['d', 'a'], ['a', 'x', 'no']],
     );
-    expect(validateGraph(g)).toEqual([]);
+    expect(validateJourneyGraph(g)).toEqual([]);
   });
 });
 
 describe('branches', () => {
   test('a CONDITION needs both yes and no', () => {
     const g = graph([['c', 'CONDITION'], ['x', 'EXIT']], [['t', 'c'], ['c', 'x', 'yes']]);
-    expect(validateGraph(g)).toEqual([
+    expect(validateJourneyGraph(g)).toEqual([
       { path: 'steps.c', message: 'CONDITION step c needs both a "yes" and a "no" transition; missing: "no"' },
     ]);
   });
@@ -231,7 +231,7 @@ describe('branches', () => {
       [['d', 'DELAY'], ['c', 'CONDITION'], ['x', 'EXIT'], ['y', 'EXIT']],
       [['t', 'd'], ['d', 'c', 'yes'], ['c', 'x'], ['c', 'y', 'no']],
     );
-    expect(validateGraph(g)).toEqual([
+    expect(validateJourneyGraph(g)).toEqual([
       { path: 'steps.d', message: 'A transition from DELAY step d may not be "yes"; it must be unlabelled' },
       { path: 'steps.c', message: 'A transition from CONDITION step c may not be unlabelled; it must be "yes" or "no"' },
       { path: 'steps.c', message: 'CONDITION step c needs both a "yes" and a "no" transition; missing: "yes"' },
@@ -243,7 +243,7 @@ describe('branches', () => {
       [['w', 'WAIT_FOR_EVENT'], ['s', 'SEND_EMAIL'], ['x', 'EXIT']],
       [['t', 'w'], ['w', 's', 'event'], ['w', 'x', 'timeout']],
     );
-    expect(validateGraph(g)).toEqual([
+    expect(validateJourneyGraph(g)).toEqual([
       {
         path: 'steps.w',
         message:
@@ -257,7 +257,7 @@ describe('branches', () => {
       [['w', 'WAIT_FOR_EVENT', { eventName: 'paid', timeout: 60 }], ['s', 'SEND_EMAIL'], ['x', 'EXIT']],
       [['t', 'w'], ['w', 's'], ['w', 'x', 'timeout']],
     );
-    expect(validateGraph(g)).toEqual([
+    expect(validateJourneyGraph(g)).toEqual([
       {
         path: 'steps.w',
         message:
@@ -268,7 +268,7 @@ describe('branches', () => {
 
   test('two transitions on one branch', () => {
     const g = graph([['s', 'SEND_EMAIL'], ['x', 'EXIT'], ['y', 'EXIT']], [['t', 's'], ['s', 'x'], ['s', 'y']]);
-    expect(validateGraph(g)).toEqual([
+    expect(validateJourneyGraph(g)).toEqual([
       { path: 'steps.s', message: 'SEND_EMAIL step s has 2 unlabelled transitions (to EXIT step x, EXIT step y); keep one' },
     ]);
   });
@@ -277,16 +277,16 @@ describe('branches', () => {
 describe('EXIT and TRIGGER', () => {
   test('EXIT has no outgoing transitions', () => {
     const g = graph([['x', 'EXIT'], ['s', 'SEND_EMAIL']], [['t', 'x'], ['x', 's']]);
-    expect(validateGraph(g)).toEqual([
+    expect(validateJourneyGraph(g)).toEqual([
       { path: 'steps.x', message: 'EXIT step x ends the execution but has 1 outgoing transition(s) (to SEND_EMAIL step s); remove them' },
     ]);
   });
 
   test('the trigger needs exactly one outgoing transition', () => {
-    expect(validateGraph(graph([], []))).toEqual([
+    expect(validateJourneyGraph(graph([], []))).toEqual([
       { path: 'steps.t', message: 'The trigger t has no outgoing transition; connect it to the first step' },
     ]);
-    expect(validateGraph(graph([['a', 'EXIT'], ['b', 'EXIT']], [['t', 'a'], ['t', 'b']]))).toEqual([
+    expect(validateJourneyGraph(graph([['a', 'EXIT'], ['b', 'EXIT']], [['t', 'a'], ['t', 'b']]))).toEqual([
       { path: 'steps.t', message: 'TRIGGER step t has 2 unlabelled transitions (to EXIT step a, EXIT step b); keep one' },
       { path: 'steps.t', message: 'The trigger t has 2 outgoing transitions; it must have exactly one' },
     ]);
@@ -294,12 +294,12 @@ describe('EXIT and TRIGGER', () => {
 
   test('nothing leads to the trigger', () => {
     const g = graph([['d', 'DELAY'], ['c', 'CONDITION'], ['x', 'EXIT']], [['t', 'd'], ['d', 'c'], ['c', 't', 'yes'], ['c', 'x', 'no']]);
-    expect(validateGraph(g)).toEqual([{ path: 'steps.c', message: 'CONDITION step c leads back to the trigger; nothing may lead to the trigger' }]);
+    expect(validateJourneyGraph(g)).toEqual([{ path: 'steps.c', message: 'CONDITION step c leads back to the trigger; nothing may lead to the trigger' }]);
   });
 
   test('the entry must be the TRIGGER step, and transitions must name existing steps', () => {
     const g = graph([['s', 'SEND_EMAIL']], [['t', 's'], ['s', 'ghost']], 's');
-    expect(validateGraph(g)).toEqual([
+    expect(validateJourneyGraph(g)).toEqual([
       { path: 'graph', message: 'The entry step s is not a TRIGGER step of this workflow' },
       { path: 'steps.t', message: 'TRIGGER step t is a second trigger; a workflow has exactly one' },
       { path: 'steps.s', message: 'Transition s → ghost refers to a step that does not exist (ghost)' },

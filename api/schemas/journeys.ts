@@ -7,7 +7,7 @@ const description = z.string().max(2000).nullable().optional();
 const eventName = z.string().trim().min(1).max(255).describe('Name of the event that starts an execution for the contact it was tracked for');
 const stepName = z.string().trim().min(1).max(255).nullable().optional().describe('Label shown in editors');
 
-export const createWorkflowBody = z.object({
+export const createJourneyBody = z.object({
   name,
   description,
   eventName,
@@ -17,7 +17,7 @@ export const createWorkflowBody = z.object({
     .describe('false (default): a contact enters at most once, ever; true: again once none of its executions is active'),
 });
 
-export const updateWorkflowBody = z
+export const updateJourneyBody = z
   .object({
     name: name.optional(),
     description,
@@ -37,7 +37,7 @@ export const updateWorkflowBody = z
   })
   .transform(({ triggerConfig, triggerType: _t, ...rest }) => ({ ...rest, eventName: rest.eventName ?? triggerConfig?.eventName }));
 
-export const workflowSchema = z
+export const journeySchema = z
   .object({
     id: z.string(),
     name: z.string(),
@@ -69,11 +69,11 @@ export const transitionSchema = z
   })
   .meta({ id: 'WorkflowTransition' });
 
-export const workflowDetailSchema = workflowSchema
+export const journeyDetailSchema = journeySchema
   .extend({ steps: z.array(stepSchema), transitions: z.array(transitionSchema) })
   .meta({ id: 'WorkflowDetail' });
 
-export const workflowListQuery = cursorQuery;
+export const journeyListQuery = cursorQuery;
 
 const stepBody = <T extends UserStepType>(type: T) => z.object({ type: z.literal(type), name: stepName, config: stepConfigSchemas[type] });
 
@@ -138,7 +138,7 @@ export const addTransitionBody = z.object({
 
 export const transitionParams = z.object({ id: z.string().min(1), transitionId: z.string().min(1) });
 
-export const workflowFieldsSchema = z.object({
+export const journeyFieldsSchema = z.object({
   fields: z.array(
     z.object({
       field: z.string().describe('contact.email, contact.subscribed, data.<key> or event.<name>'),

@@ -1,18 +1,15 @@
-import { type ConditionConfig, evaluateCondition, parseFullIsoDateTime } from '../../db/conditions/evaluate';
+import { evaluateCondition } from '../../db/conditions/evaluate';
+import { parseFullIsoDateTime } from '../../db/conditions/values';
 import type { FieldType } from '../../db/entities/contact-field';
 import { deleteEventsByName } from '../../db/events/events';
 import { removeFieldBatch, unregisterField } from '../../db/contacts/fields';
 import { newId } from '../../db/ids';
 import { resetProject } from '../../db/projects/reset';
 import type { ProjectWithKeys } from '../../db/projects/projects';
-import {
-  type CompileContext,
-  compileCondition,
-  loadCompileContext,
-  type SegmentCondition,
-  segmentContactsSql,
-  type SegmentFilter,
-} from '../../db/conditions/sql';
+import { loadCompileContext } from '../../db/conditions/compile-context';
+import type { Condition, ConditionFilter } from '../../db/conditions/grammar';
+import { segmentContactsSql } from '../../db/conditions/segment-members';
+import { type CompileContext, compileCondition } from '../../db/conditions/sql';
 import { query } from '../../db/sql';
 import { startTestEnv, type TestEnv } from '../helpers/env';
 
@@ -214,7 +211,7 @@ async function context(now = NOW): Promise<CompileContext> {
  * Runs many filters in few statements (one boolean column each) and returns, per filter, the
  * emails that match. Every value must be true or false: a compiled filter is never NULL.
  */
-async function sqlMatches(conditions: SegmentCondition[], ctx?: CompileContext): Promise<string[][]> {
+async function sqlMatches(conditions: Condition[], ctx?: CompileContext): Promise<string[][]> {
   const compileCtx = ctx ?? (await loadCompileContext(em(), project.id, conditions, NOW));
   const out: string[][] = conditions.map(() => []);
   const BATCH = 250;
@@ -236,7 +233,7 @@ async function sqlMatches(conditions: SegmentCondition[], ctx?: CompileContext):
   return out;
 }
 
-const matching = async (condition: SegmentCondition, ctx?: CompileContext) => (await sqlMatches([condition], ctx))[0]!;
+const matching = async (condition: Condition, ctx?: CompileContext) => (await sqlMatches([condition], ctx))[0]!;
 
 const VALUE_OPERATORS = [
   'equals',
@@ -281,7 +278,7 @@ const DURATIONS: { value: number; unit: 'minutes' | 'hours' | 'days' }[] = [
   { value: 0, unit: 'minutes' },
 ];
 
-function evaluatorSays(person: Person, filter: SegmentFilter, eventTimes: Date[] = []): boolean {
+function evaluatorSays(person: Person, filter: ConditionFilter, eventTimes: Date[] = []): boolean {
   const isCreatedAt = filter.field === 'createdAt';
   const field = isCreatedAt ? 'data.__createdAt' : filter.field;
   const data = isCreatedAt ? { __createdAt: new Date(person.createdAt).toISOString() } : person.data;
@@ -289,14 +286,14 @@ function evaluatorSays(person: Person, filter: SegmentFilter, eventTimes: Date[]
   return evaluateCondition({
     contact: { email: person.email, subscribed: person.subscribed, data },
     context: {},
-    condition: { ...filter, field } as ConditionConfig,
+    condition: { ...filter, field },
     now: NOW,
     fieldType: isCreatedAt ? 'date' : path === undefined ? undefined : FIELD_TYPES[path],
     eventTimes,
   });
 }
 
-async function expectSameAsEvaluator(filters: SegmentFilter[], eventTimes?: (p: Person, f: SegmentFilter) => Date[]) {
+async function expectSameAsEvaluator(filters: ConditionFilter[], eventTimes?: (p: Person, f: ConditionFilter) => Date[]) {
   const got = await sqlMatches(filters);
   const mismatches: string[] = [];
   filters.forEach((filter, i) => {
@@ -311,7 +308,7 @@ async function expectSameAsEvaluator(filters: SegmentFilter[], eventTimes?: (p: 
 
 describe('the compiled SQL agrees with the workflow CONDITION evaluator', () => {
   test('data.<path>: every value operator × every value shape × every field kind', async () => {
-    const filters: SegmentFilter[] = [];
+    const filters: ConditionFilter[] = [];
     for (const field of DATA_FIELDS) {
       for (const operator of VALUE_OPERATORS) for (const value of VALUES) filters.push({ field, operator, value });
       filters.push({ field, operator: 'exists' }, { field, operator: 'notExists' });
@@ -322,7 +319,7 @@ describe('the compiled SQL agrees with the workflow CONDITION evaluator', () => 
   });
 
   test('contact.email / email and contact.subscribed / subscribed', async () => {
-    const filters: SegmentFilter[] = [];
+    const filters: ConditionFilter[] = [];
     for (const field of ['contact.email', 'contact.subscribed']) {
       const values = [...VALUES, 'ann@example.org', 'ANN@EXAMPLE.ORG', 'example', 'bob@', 'c', 'dee@example.org'];
       for (const operator of VALUE_OPERATORS) for (const value of values) filters.push({ field, operator, value });
@@ -341,7 +338,7 @@ describe('the compiled SQL agrees with the workflow CONDITION evaluator', () => 
       '2025-06-14T12:00:00.123Z', '2025-06-14T12:00:00.124Z', '2025-06-14T12:00:00.122Z', '2025-06-15T11:30:00.000Z', '2025-06-15T11:30:00.001Z',
       '2025-06-15T12:00:00.001Z', '2025-06-15T12:00:00Z', '2024-01-01', '2023-03-03T03:03:03.003Z', '.123z', '2025-06', 'T12',
     ];
-    const filters: SegmentFilter[] = [];
+    const filters: ConditionFilter[] = [];
     for (const operator of VALUE_OPERATORS) for (const value of values) filters.push({ field: 'createdAt', operator, value });
     filters.push({ field: 'createdAt', operator: 'exists' }, { field: 'createdAt', operator: 'notExists' });
     for (const d of DURATIONS) filters.push({ field: 'createdAt', operator: 'within', ...d }, { field: 'createdAt', operator: 'olderThan', ...d });
@@ -354,9 +351,9 @@ describe('the compiled SQL agrees with the workflow CONDITION evaluator', () => 
       'select contact_id, name, min(created_at) as first, max(created_at) as last from events where project_id = ? group by 1, 2',
       [project.id],
     );
-    const times = (p: Person, f: SegmentFilter) =>
+    const times = (p: Person, f: ConditionFilter) =>
       rows.filter((r) => r.contact_id === ids[p.email] && `event.${r.name}` === f.field).flatMap((r) => [new Date(r.first), new Date(r.last)]);
-    const filters: SegmentFilter[] = [];
+    const filters: ConditionFilter[] = [];
     for (const field of ['event.purchase', 'event.viewed', 'event.email.opened', 'event.never']) {
       filters.push({ field, operator: 'triggered' }, { field, operator: 'notTriggered' });
       for (const d of [...DURATIONS, { value: 2, unit: 'hours' as const }, { value: 9, unit: 'days' as const }, { value: 11, unit: 'days' as const }]) {
@@ -417,7 +414,7 @@ describe('type-aware comparison and the ISO date rule (spot checks)', () => {
     for (const key of keys) {
       for (const operator of ['greaterThan', 'lessThan', 'greaterThanOrEqual', 'lessThanOrEqual'] as const) {
         for (const value of [7, '7', 0, 12.5, -1]) {
-          const filter: SegmentFilter = { field: `data.${key}`, operator, value };
+          const filter: ConditionFilter = { field: `data.${key}`, operator, value };
           const ctx = await loadCompileContext(em(), p.id, [filter], NOW);
           const compiled = compileCondition(filter, ctx);
           const rows = await query<{ email: string }>(em(), `select c.email from contacts c where c.project_id = ? and (${compiled.sql}) order by c.email`, [p.id, ...compiled.params]);
@@ -426,7 +423,7 @@ describe('type-aware comparison and the ISO date rule (spot checks)', () => {
               evaluateCondition({
                 contact: { email: person.email, subscribed: true, data: person.data as Record<string, never> },
                 context: {},
-                condition: filter as ConditionConfig,
+                condition: filter,
                 now: NOW,
                 fieldType: 'number',
                 eventTimes: [],
@@ -459,10 +456,10 @@ describe('type-aware comparison and the ISO date rule (spot checks)', () => {
 });
 
 describe('groups and nesting', () => {
-  const pro: SegmentFilter = { field: 'data.plan', operator: 'equals', value: 'pro' };
-  const subscribed: SegmentFilter = { field: 'subscribed', operator: 'equals', value: true };
-  const free: SegmentFilter = { field: 'data.plan', operator: 'equals', value: 'free' };
-  const beta: SegmentFilter = { field: 'data.tags', operator: 'contains', value: 'beta' };
+  const pro: ConditionFilter = { field: 'data.plan', operator: 'equals', value: 'pro' };
+  const subscribed: ConditionFilter = { field: 'subscribed', operator: 'equals', value: true };
+  const free: ConditionFilter = { field: 'data.plan', operator: 'equals', value: 'free' };
+  const beta: ConditionFilter = { field: 'data.tags', operator: 'contains', value: 'beta' };
 
   test('filters in a group all hold; groups combine with the logic', async () => {
     expect(await matching({ logic: 'AND', groups: [{ filters: [pro, subscribed] }] })).toEqual(['ann@example.org', 'fay@example.org']);
@@ -477,7 +474,7 @@ describe('groups and nesting', () => {
 
   test('a nested condition holds together with its group’s filters, to any depth', async () => {
     // subscribed AND (free OR team OR (pro AND seats < 0))
-    const nested: SegmentCondition = {
+    const nested: Condition = {
       logic: 'AND',
       groups: [
         {
@@ -518,7 +515,7 @@ describe('deleted custom fields', () => {
       other.id,
     ]);
     await query(em(), `insert into contact_fields (project_id, key, type) values (?, 'tier', 'string')`, [other.id]);
-    const run = async (filter: SegmentCondition) => {
+    const run = async (filter: Condition) => {
       const ctx = await loadCompileContext(em(), other.id, [filter], NOW);
       const c = compileCondition(filter, ctx);
       return (await query<{ email: string }>(em(), `select email from contacts c where c.project_id = ? and (${c.sql}) order by email`, [other.id, ...c.params])).map(
@@ -538,12 +535,12 @@ describe('deleted custom fields', () => {
       { field: 'data.tier', operator: 'exists' },
       { field: 'data.tier', operator: 'notExists' },
       { field: 'data.tier.sub', operator: 'notExists' },
-    ] as SegmentFilter[]) {
+    ] as ConditionFilter[]) {
       expect([filter, await run(filter)]).toEqual([filter, []]);
     }
     await removeFieldBatch(em(), other.id, 'tier', 100);
     expect(await run({ field: 'data.tier', operator: 'notExists' })).toEqual([]);
-    const either: SegmentCondition = {
+    const either: Condition = {
       logic: 'OR',
       groups: [{ filters: [{ field: 'data.tier', operator: 'notExists' }] }, { filters: [{ field: 'email', operator: 'contains', value: 'b@' }] }],
     };
@@ -581,7 +578,7 @@ describe('email engagement and segment membership', () => {
   });
 
   test('email.<activity>: some email to the contact reached that state (when: sent_at, else updated_at)', async () => {
-    const f = (field: string, operator: SegmentFilter['operator'], extra: Partial<SegmentFilter> = {}) => matching({ field, operator, ...extra });
+    const f = (field: string, operator: ConditionFilter['operator'], extra: Partial<ConditionFilter> = {}) => matching({ field, operator, ...extra });
     expect(await f('email.sent', 'triggered')).toEqual(['ann@example.org', 'bob@example.org', 'dee@example.org']);
     expect(await f('email.sent', 'notTriggered')).toEqual(['cy@example.org', 'eve@example.org', 'fay@example.org']);
     expect(await f('email.sent', 'triggeredWithin', { value: 3, unit: 'hours' })).toEqual(['bob@example.org', 'dee@example.org']);
@@ -669,7 +666,7 @@ describe('contacts.event_ids: the event names a contact has triggered, kept in s
     expect(summary).toEqual(truth);
   }
 
-  async function membersOf(projectId: string, condition: SegmentCondition): Promise<string[]> {
+  async function membersOf(projectId: string, condition: Condition): Promise<string[]> {
     const ctx = await loadCompileContext(em(), projectId, [condition], NOW);
     const compiled = compileCondition(condition, ctx);
     // The summary is what answers, not a lookup in events (which would hide a summary out of step).
@@ -709,7 +706,7 @@ describe('contacts.event_ids: the event names a contact has triggered, kept in s
     await insert([[b, 'purchase']]); // a name b already has: no change
     await expectInStep(p.id);
     const triggered = (name: string) => membersOf(p.id, { field: `event.${name}`, operator: 'triggered' });
-    const either: SegmentCondition = {
+    const either: Condition = {
       logic: 'OR',
       groups: [{ filters: [{ field: 'event.viewed', operator: 'triggered' }] }, { filters: [{ field: 'email', operator: 'equals', value: 'c@example.org' }] }],
     };
@@ -720,7 +717,7 @@ describe('contacts.event_ids: the event names a contact has triggered, kept in s
     // A tracked segment's entry / exit events are not numbered (one pair of names per segment): looked up in events.
     await insert([[b, 'segment.vip.entry']]);
     expect(await query(em(), `select 1 from event_name_ids where project_id = ? and name like 'segment.%'`, [p.id])).toEqual([]);
-    const entered: SegmentCondition = { field: 'event.segment.vip.entry', operator: 'triggered' };
+    const entered: Condition = { field: 'event.segment.vip.entry', operator: 'triggered' };
     const enteredSql = compileCondition(entered, await loadCompileContext(em(), p.id, [entered], NOW));
     expect(enteredSql.sql).toContain('from events');
     const enteredRows = await query<{ email: string }>(em(), `select c.email from contacts c where c.project_id = ? and (${enteredSql.sql})`, [

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ACTIVITY_TYPE_NOTE, type TypeFilter } from '../../db/insights/feed';
+import { FEED_TYPE_NOTE, type TypeFilter } from '../../db/insights/feed';
 import { MAX_LIMIT } from '../../db/paging';
 import { cursorQuery } from './common';
 
@@ -66,7 +66,7 @@ export const typeFilterParam = z
   })
   .describe(
     'Activity types, comma-separated; each exact (`email.opened`) or a prefix ending in "." or "*" (`email.`, `segment.*`). ' +
-      ACTIVITY_TYPE_NOTE,
+      FEED_TYPE_NOTE,
   );
 
 const filterShape = {
@@ -75,9 +75,9 @@ const filterShape = {
   ...rangeShape,
 };
 
-export const listActivityQuery = cursorQuery.extend(filterShape).superRefine((v, ctx) => checkRange(v, ctx));
+export const listFeedQuery = cursorQuery.extend(filterShape).superRefine((v, ctx) => checkRange(v, ctx));
 
-export const activityStatsQuery = z.object(filterShape).superRefine((v, ctx) => checkRange(v, ctx));
+export const feedStatsQuery = z.object(filterShape).superRefine((v, ctx) => checkRange(v, ctx));
 
 export const recentCountQuery = z.object({
   minutes: z.coerce.number().int().min(1).max(1440).default(5).describe('Window length in minutes, 1 to 1440 (default 5)'),
@@ -89,7 +89,7 @@ export const upcomingQuery = z.object({
   limit: z.coerce.number().int().min(1).max(MAX_LIMIT).default(20).describe('Most items per list (default 20, at most 100)'),
 });
 
-export const activitySchema = z
+export const feedItemSchema = z
   .object({
     id: z.string().describe('Event id (`evt_…`), or `<executionId>:started|completed`, `<campaignId>:scheduled|sent`'),
     type: z.string().describe('Activity type; `event.tracked` for events the client tracked'),
@@ -101,7 +101,7 @@ export const activitySchema = z
   })
   .meta({ id: 'Activity' });
 
-export const activityStatsResponse = z.object({
+export const feedStatsResponse = z.object({
   total: z.number().int().describe('Activity matching the filters'),
   last24h: z.number().int().describe('Of those, in the last 24 hours'),
   last7d: z.number().int().describe('Of those, in the last 7 days'),
@@ -113,7 +113,7 @@ export const recentCountResponse = z.object({
   since: z.string().describe('Start of the window: now minus `minutes`'),
 });
 
-export const activityTypesResponse = z.object({
+export const feedTypesResponse = z.object({
   types: z.array(z.string()).describe('Types that occur in the project\'s activity, sorted'),
 });
 

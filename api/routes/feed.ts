@@ -1,37 +1,40 @@
-import { activityStats, activityTypes, listActivity, recentActivityCount, upcomingActivity } from '../../db/insights/feed';
+import { feedStats, feedTypes, listFeed, recentFeedCount, upcomingFeed } from '../../db/insights/feed';
 import type { AppDeps } from '../context';
 import type { RouteRegistry } from '../routing';
+import { cursorPage } from '../schemas/common';
 import {
-  activitySchema,
-  activityStatsQuery,
-  activityStatsResponse,
-  activityTypesResponse,
-  listActivityQuery,
+  feedItemSchema,
+  feedStatsQuery,
+  feedStatsResponse,
+  feedTypesResponse,
+  listFeedQuery,
   recentCountQuery,
   recentCountResponse,
   toInstant,
   upcomingQuery,
   upcomingResponse,
-} from '../schemas/activity';
-import { cursorPage } from '../schemas/common';
+} from '../schemas/feed';
 
 const range = (q: { from?: string; to?: string }) => ({
   from: q.from === undefined ? undefined : toInstant(q.from),
   to: q.to === undefined ? undefined : toInstant(q.to),
 });
 
-/** The feed and its aggregates: a read-only view over events, workflow executions and campaigns (db/insights/feed.ts). */
-export function registerActivityRoutes(api: RouteRegistry, _deps: AppDeps): void {
+/**
+ * The feed (the spec's activity feed, `/activity`) and its aggregates: a read-only view over events,
+ * journey executions and campaigns (db/insights/feed.ts).
+ */
+export function registerFeedRoutes(api: RouteRegistry, _deps: AppDeps): void {
   api.add({
     method: 'get',
     path: '/activity',
     tag: 'Activity',
     summary: 'Activity feed, newest first (cursor pagination; filter by `type`, `contactId`, `from`/`to`)',
     auth: 'secret',
-    query: listActivityQuery,
-    response: cursorPage(activitySchema),
+    query: listFeedQuery,
+    response: cursorPage(feedItemSchema),
     handler: ({ scope, project, query }) =>
-      listActivity(scope.em, project.id, {
+      listFeed(scope.em, project.id, {
         limit: query.limit,
         cursor: query.cursor,
         types: query.type,
@@ -46,10 +49,10 @@ export function registerActivityRoutes(api: RouteRegistry, _deps: AppDeps): void
     tag: 'Activity',
     summary: 'Activity counts: in all, last 24 hours, last 7 days, and per type (same filters as the feed)',
     auth: 'secret',
-    query: activityStatsQuery,
-    response: activityStatsResponse,
+    query: feedStatsQuery,
+    response: feedStatsResponse,
     handler: ({ scope, project, query }) =>
-      activityStats(scope.em, project.id, { types: query.type, contactId: query.contactId, ...range(query) }),
+      feedStats(scope.em, project.id, { types: query.type, contactId: query.contactId, ...range(query) }),
   });
 
   api.add({
@@ -61,7 +64,7 @@ export function registerActivityRoutes(api: RouteRegistry, _deps: AppDeps): void
     query: recentCountQuery,
     response: recentCountResponse,
     handler: ({ scope, project, query }) =>
-      recentActivityCount(scope.em, project.id, { minutes: query.minutes, types: query.type, contactId: query.contactId }),
+      recentFeedCount(scope.em, project.id, { minutes: query.minutes, types: query.type, contactId: query.contactId }),
   });
 
   api.add({
@@ -70,8 +73,8 @@ export function registerActivityRoutes(api: RouteRegistry, _deps: AppDeps): void
     tag: 'Activity',
     summary: 'Distinct activity types that occur in the project',
     auth: 'secret',
-    response: activityTypesResponse,
-    handler: async ({ scope, project }) => ({ types: await activityTypes(scope.em, project.id) }),
+    response: feedTypesResponse,
+    handler: async ({ scope, project }) => ({ types: await feedTypes(scope.em, project.id) }),
   });
 
   api.add({
@@ -82,6 +85,6 @@ export function registerActivityRoutes(api: RouteRegistry, _deps: AppDeps): void
     auth: 'secret',
     query: upcomingQuery,
     response: upcomingResponse,
-    handler: ({ scope, project, query }) => upcomingActivity(scope.em, project.id, query.limit),
+    handler: ({ scope, project, query }) => upcomingFeed(scope.em, project.id, query.limit),
   });
 }

@@ -2,17 +2,17 @@ import { z } from 'zod';
 import {
   addStep,
   addTransition,
-  createWorkflow,
+  createJourney,
+  deleteJourney,
   deleteStep,
   deleteTransition,
-  deleteWorkflow,
+  getJourney,
   getStep,
-  getWorkflow,
-  listWorkflows,
+  journeyFields,
+  listJourneys,
   triggerConfigRefused,
+  updateJourney,
   updateStep,
-  updateWorkflow,
-  workflowFields,
 } from '../../db/journeys/journeys';
 import { stepConfigSchemas } from '../../db/journeys/steps';
 import type { AppDeps } from '../context';
@@ -21,36 +21,36 @@ import { cursorPage, idParams } from '../schemas/common';
 import {
   addStepBody,
   addTransitionBody,
-  createWorkflowBody,
+  createJourneyBody,
   deletedStepSchema,
   deleteStepQuery,
+  journeyDetailSchema,
+  journeyFieldsSchema,
+  journeyListQuery,
+  journeySchema,
   stepParams,
   stepSchema,
   transitionParams,
   transitionSchema,
+  updateJourneyBody,
   updateStepBody,
-  updateWorkflowBody,
-  workflowDetailSchema,
-  workflowFieldsSchema,
-  workflowListQuery,
-  workflowSchema,
-} from '../schemas/workflows';
+} from '../schemas/journeys';
 import { parseOrThrow } from '../validation';
 
 /**
- * Workflow definitions (spec "Workflows"). Executions (`/workflows/:id/executions…`) are
- * registered by api/routes/executions.ts. `/workflows/fields` comes before `/workflows/:id`.
+ * Journey definitions (spec "Workflows", under `/workflows`). Executions (`/workflows/:id/executions…`)
+ * are registered by api/routes/executions.ts. `/workflows/fields` comes before `/workflows/:id`.
  */
-export function registerWorkflowRoutes(api: RouteRegistry, _deps: AppDeps): void {
+export function registerJourneyRoutes(api: RouteRegistry, _deps: AppDeps): void {
   api.add({
     method: 'get',
     path: '/workflows',
     tag: 'Workflows',
     summary: 'List workflows, newest first (cursor pagination)',
     auth: 'secret',
-    query: workflowListQuery,
-    response: cursorPage(workflowSchema),
-    handler: ({ scope, project, query }) => listWorkflows(scope.em, project.id, query),
+    query: journeyListQuery,
+    response: cursorPage(journeySchema),
+    handler: ({ scope, project, query }) => listJourneys(scope.em, project.id, query),
   });
 
   api.add({
@@ -59,8 +59,8 @@ export function registerWorkflowRoutes(api: RouteRegistry, _deps: AppDeps): void
     tag: 'Workflows',
     summary: 'Fields a CONDITION step can test: contact.email, contact.subscribed, data.<key> (with type) and event.<name>',
     auth: 'secret',
-    response: workflowFieldsSchema,
-    handler: async ({ scope, project }) => ({ fields: await workflowFields(scope.em, project.id) }),
+    response: journeyFieldsSchema,
+    handler: async ({ scope, project }) => ({ fields: await journeyFields(scope.em, project.id) }),
   });
 
   api.add({
@@ -90,10 +90,10 @@ survive restarts); each keeps the graph it started with, so edits never disturb 
       },
     },
     auth: 'secret',
-    body: createWorkflowBody,
-    response: workflowDetailSchema,
+    body: createJourneyBody,
+    response: journeyDetailSchema,
     status: 201,
-    handler: ({ scope, project, body }) => createWorkflow(scope.em, project.id, body),
+    handler: ({ scope, project, body }) => createJourney(scope.em, project.id, body),
   });
 
   api.add({
@@ -103,8 +103,8 @@ survive restarts); each keeps the graph it started with, so edits never disturb 
     summary: 'Get a workflow with its steps and transitions',
     auth: 'secret',
     params: idParams,
-    response: workflowDetailSchema,
-    handler: ({ scope, project, params }) => getWorkflow(scope.em, project.id, params.id),
+    response: journeyDetailSchema,
+    handler: ({ scope, project, params }) => getJourney(scope.em, project.id, params.id),
   });
 
   api.add({
@@ -115,9 +115,9 @@ survive restarts); each keeps the graph it started with, so edits never disturb 
     description: 'Disabling stops new executions; those running carry on (cancel them with `POST /workflows/{id}/executions/cancel-all`).',
     auth: 'secret',
     params: idParams,
-    body: updateWorkflowBody,
-    response: workflowDetailSchema,
-    handler: ({ scope, project, params, body }) => updateWorkflow(scope.em, project.id, params.id, body),
+    body: updateJourneyBody,
+    response: journeyDetailSchema,
+    handler: ({ scope, project, params, body }) => updateJourney(scope.em, project.id, params.id, body),
   });
 
   api.add({
@@ -130,7 +130,7 @@ survive restarts); each keeps the graph it started with, so edits never disturb 
     params: idParams,
     response: z.object({ id: z.string(), deleted: z.literal(true) }),
     handler: async ({ scope, project, params }) => {
-      await deleteWorkflow(scope.em, project.id, params.id);
+      await deleteJourney(scope.em, project.id, params.id);
       return { id: params.id, deleted: true as const };
     },
   });

@@ -1,0 +1,70 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { z } from 'zod';
+import { trackEvent } from '../../db/events/track';
+import { queueTriggers } from '../../db/events/trigger-outbox';
+import { queueSend } from '../../db/messages/send';
+import { idempotent, type StoredResponse } from '../../db/projects/idempotency';
+import { outboxNotice } from '../../mail/outbox';
+import type { AppDeps } from '../context';
+import type { trackBody } from '../schemas/events';
+import { MESSAGE_MAX_BYTES, type sendBody } from '../schemas/send';
+
+/**
+ * The public API's writes call no workflow: each writes outbox rows in one transaction (a 200 means
+ * they are committed), then wakes the engine that takes them, which also looks on its own.
+ */
+type Replayable = StoredResponse & { replayed: boolean };
+
+/** POST /v1/send: one email row per recipient, then the delivery engine is woken (unless the answer was replayed). */
+export async function sendTransactional(
+  deps: Pick<AppDeps, 'config' | 'linkSecret' | 'wakeups'>,
+  em: EntityManager,
+  projectId: string,
+  idempotencyKey: string | undefined,
+  body: z.output<typeof sendBody>,
+): Promise<Replayable> {
+  const result = await idempotent(em, projectId, 'send', idempotencyKey, body, async (tx) => {
+    const emails = await queueSend(
+      tx,
+      {
+        projectId,
+        publicUrl: deps.config.publicUrl,
+        linkSecret: deps.linkSecret,
+        maxMessageBytes: MESSAGE_MAX_BYTES,
+        senders: deps.config,
+        queue: deps.config.temporal.taskQueue,
+      },
+      body,
+    );
+    const outbox = deps.config.outbox ? { outbox: outboxNotice(deps.config.publicUrl) } : {};
+    return { status: 200, body: { success: true, data: { emails, timestamp: new Date().toISOString(), ...outbox } } };
+  });
+  if (!result.replayed) deps.wakeups.emails(deps.config.temporal.taskQueue);
+  return result;
+}
+
+/** POST /v1/track and /events/track: the event, and in the same transaction what it triggers; then the dispatcher is woken. */
+export async function trackAndTrigger(
+  deps: Pick<AppDeps, 'config' | 'wakeups'>,
+  em: EntityManager,
+  projectId: string,
+  idempotencyKey: string | undefined,
+  body: z.output<typeof trackBody>,
+): Promise<Replayable> {
+  let queued = false;
+  const result = await idempotent(em, projectId, 'track', idempotencyKey, body, async (tx) => {
+    const tracked = await trackEvent(tx, projectId, body);
+    // In the same transaction: the journeys it starts and the executions it signals are a promise kept after any crash.
+    queued = await queueTriggers(tx, deps.config.temporal.taskQueue, {
+      projectId,
+      contactId: tracked.contact,
+      eventId: tracked.event,
+      name: body.event,
+      trackedAt: tracked.timestamp,
+      context: tracked.context,
+    });
+    return { status: 200, body: { success: true, data: { contact: tracked.contact, event: tracked.event, timestamp: tracked.timestamp } } };
+  });
+  if (queued) deps.wakeups.triggers(deps.config.temporal.taskQueue);
+  return result;
+}

@@ -1,0 +1,48 @@
+import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/client';
+import type { TemporalGateway } from '../client';
+import { workflowIds } from '../ids';
+import { ContactIdKey, ProjectIdKey, TidingsWorkflowIdKey } from '../search-attributes';
+import { trackedEventSignal, type TrackedEventMessage } from '../signals';
+import type { journey, JourneyInput } from './workflow';
+
+/**
+ * Starts one execution; its id is the execution row's, so a repeat (a dispatcher retrying after
+ * a crash) finds it started, even long finished, and starts nothing. `names` label it in the
+ * Temporal UI (workflow name, contact email); ids stand in without them.
+ */
+export async function startJourney(temporal: TemporalGateway, input: JourneyInput, names?: { workflow: string; contact: string }): Promise<void> {
+  await temporal.client.workflow
+    .start<typeof journey>('journey', {
+      taskQueue: temporal.taskQueue,
+      workflowId: workflowIds.journey(input.executionId),
+      workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+      args: [input],
+      staticSummary: `journey ${names?.workflow ?? input.workflowId} · contact ${names?.contact ?? input.contactId}`,
+      typedSearchAttributes: [
+        { key: ProjectIdKey, value: input.projectId },
+        { key: TidingsWorkflowIdKey, value: input.workflowId },
+        { key: ContactIdKey, value: input.contactId },
+      ],
+    })
+    .catch((err: unknown) => {
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+    });
+}
+
+/** Delivers a tracked event to an execution; one that has already ended is skipped. */
+export async function signalTrackedEvent(temporal: TemporalGateway, executionId: string, event: TrackedEventMessage): Promise<void> {
+  try {
+    await temporal.client.workflow.getHandle(workflowIds.journey(executionId)).signal(trackedEventSignal, event);
+  } catch (err) {
+    if ((err as Error).name !== 'WorkflowNotFoundError') throw err;
+  }
+}
+
+/** Requests cancellation; the execution records CANCELLED itself before it stops. */
+export async function cancelJourney(temporal: TemporalGateway, executionId: string): Promise<void> {
+  try {
+    await temporal.client.workflow.getHandle(workflowIds.journey(executionId)).cancel();
+  } catch (err) {
+    if ((err as Error).name !== 'WorkflowNotFoundError') throw err;
+  }
+}
