@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { fieldValues, listFields } from '../../db/contacts/fields';
-import { fieldUsage } from '../../db/segments/segments';
+import { fieldUsage } from '../../db/insights/field-usage';
 import type { AppDeps } from '../context';
 import type { RouteRegistry } from '../routing';
 import { deleteFieldResponse, fieldDescriptor, fieldParams, fieldValuesQuery, fieldValuesResponse } from '../schemas/contacts';

@@ -1,20 +1,9 @@
 import { z } from 'zod';
-import {
-  addStep,
-  addTransition,
-  createJourney,
-  deleteJourney,
-  deleteStep,
-  deleteTransition,
-  getJourney,
-  getStep,
-  journeyFields,
-  listJourneys,
-  triggerConfigRefused,
-  updateJourney,
-  updateStep,
-} from '../../db/journeys/journeys';
+import { createJourney, deleteJourney, getJourney, listJourneys, updateJourney } from '../../db/journeys/journeys';
+import { journeyFields } from '../../db/journeys/lookups';
+import { addStep, deleteStep, getStep, triggerConfigRefused, updateStep } from '../../db/journeys/step-edits';
 import { stepConfigSchemas } from '../../db/journeys/steps';
+import { addTransition, deleteTransition } from '../../db/journeys/transitions';
 import type { AppDeps } from '../context';
 import type { RouteRegistry } from '../routing';
 import { cursorPage, idParams } from '../schemas/common';

@@ -1,15 +1,6 @@
 import { z } from 'zod';
-import {
-  addStaticMembers,
-  createSegment,
-  deleteSegment,
-  getSegment,
-  listSegments,
-  refreshSegmentCount,
-  removeStaticMembers,
-  segmentContacts,
-  updateSegment,
-} from '../../db/segments/segments';
+import { addStaticMembers, removeStaticMembers, segmentContacts } from '../../db/segments/members';
+import { createSegment, deleteSegment, getSegment, listSegments, refreshSegmentCount, updateSegment } from '../../db/segments/segments';
 import type { AppDeps } from '../context';
 import type { RouteRegistry } from '../routing';
 import { idParams } from '../schemas/common';

@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { requireComputable } from '../../db/segments/segments';
+import { requireComputable } from '../../db/segments/membership';
 import { computeSegment } from '../../temporal/segments/lifecycle';
 import type { AppDeps } from '../context';
 import { callTemporal } from './call-temporal';

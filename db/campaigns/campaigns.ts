@@ -7,7 +7,7 @@ import { newId } from '../ids';
 import { MESSAGE_FIELD_COLUMNS, messageFields } from '../templates/message-fields';
 import { type CursorPage, projectRowsPage } from '../paging';
 import { planEmails, prepareEmail, writeEmails } from '../messages/prepare';
-import { segmentContactsSql } from '../conditions/segment-members';
+import { segmentContactsSql } from '../segments/audience';
 import { query, queryOne } from '../sql';
 
 /** Longest campaign name the API accepts (api/schemas/campaigns.ts). */

@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { campaignsTargeting } from '../campaigns/campaigns';
-import { type EventJourneyUsage, journeysUsingEvent } from '../journeys/journeys';
-import { segmentsUsingEvent } from '../segments/segments';
+import { type EventJourneyUsage, journeysUsingEvent } from '../journeys/lookups';
+import { segmentsUsingEvent } from '../segments/usage';
 
 export interface EventUsage extends EventJourneyUsage {
   eventName: string;

@@ -2,7 +2,7 @@ import { Context } from '@temporalio/activity';
 import type { Config } from '../../config';
 import { journeysTriggeredBy } from '../../db/journeys/executions';
 import type { Orm } from '../../db/orm';
-import { applySegmentMembership, type ComputeOutcome, contactsWithActiveExecutions, membershipEventsPage } from '../../db/segments/segments';
+import { applySegmentMembership, type ComputeOutcome, contactsWithActiveExecutions, membershipEventsPage } from '../../db/segments/membership';
 import { TemporalGateway } from '../client';
 import { permanent } from '../failures';
 import { deliverTrackedEvent } from '../triggers/dispatch';
@@ -20,7 +20,7 @@ export interface DeliverSegmentEventsInput {
 
 export function createSegmentActivities({ orm, config }: { orm: Orm; config: Config }) {
   return {
-    /** Diffs and writes a tracked dynamic segment's membership and its entry/exit events (db/segments/segments.ts). */
+    /** Diffs and writes a tracked dynamic segment's membership and its entry/exit events (db/segments/membership.ts). */
     async applySegmentMembership(input: { projectId: string; segmentId: string; computeId: string }): Promise<ComputeOutcome> {
       // Gone, or no longer tracked / dynamic: a retry would not change that.
       return permanent(applySegmentMembership(orm.em.fork(), input));

@@ -4,7 +4,7 @@ import type { JsonValue } from '../../db/entities/contact';
 import { activeExecutionIdsOfContact, claimExecution, type ExecutionClaim, journeysTriggeredBy, releaseExecution } from '../../db/journeys/executions';
 import { queryOne } from '../../db/sql';
 import { executionIdFor } from '../../db/events/trigger-outbox';
-import { loadGraph } from '../../db/journeys/journeys';
+import { loadGraph } from '../../db/journeys/stored-graph';
 import type { TemporalGateway } from '../client';
 import { signalTrackedEvent, startJourney } from '../journeys/lifecycle';
 

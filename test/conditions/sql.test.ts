@@ -8,7 +8,7 @@ import { resetProject } from '../../db/projects/reset';
 import type { ProjectWithKeys } from '../../db/projects/projects';
 import { loadCompileContext } from '../../db/conditions/compile-context';
 import type { Condition, ConditionFilter } from '../../db/conditions/grammar';
-import { segmentContactsSql } from '../../db/conditions/segment-members';
+import { segmentContactsSql } from '../../db/segments/audience';
 import { type CompileContext, compileCondition } from '../../db/conditions/sql';
 import { query } from '../../db/sql';
 import { startTestEnv, type TestEnv } from '../helpers/env';

@@ -1,14 +1,13 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { notFound } from '../../errors';
+import { loadCompileContext } from '../conditions/compile-context';
+import type { Condition } from '../conditions/grammar';
+import { type CompiledSql, compileCondition } from '../conditions/sql';
 import { queryOne } from '../sql';
-import { loadCompileContext } from './compile-context';
-import type { Condition } from './grammar';
-import { type CompiledSql, compileCondition } from './sql';
 
 /**
  * `select c.id …` of the members of a segment, for use as a subquery or a cursor source (campaign
  * audiences): a static segment's members, a dynamic segment's contacts matching its condition now.
- * Here rather than in db/segments because db/campaigns reads it and db/segments reads db/campaigns.
  */
 export async function segmentContactsSql(em: EntityManager, projectId: string, segmentId: string): Promise<CompiledSql> {
   const segment = await queryOne<{ type: 'DYNAMIC' | 'STATIC'; condition: Condition | null }>(
