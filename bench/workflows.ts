@@ -113,8 +113,8 @@ async function expectStatus(res: Promise<JsonResponse>, status: number, what: st
   return r.body as { id: string };
 }
 
-/** As test/helpers/journeys.ts buildWorkflow, over the bench's HTTP client: create, add the steps in a chain after the trigger, enable. */
-async function buildWorkflow(client: Stack['client'], shape: StepSpec[], templateIds: Record<keyof typeof TEMPLATES, string>): Promise<string> {
+/** As test/helpers/journeys.ts buildJourney, over the bench's HTTP client: create, add the steps in a chain after the trigger, enable. */
+async function buildJourney(client: Stack['client'], shape: StepSpec[], templateIds: Record<keyof typeof TEMPLATES, string>): Promise<string> {
   const created = await expectStatus(
     client.request('POST', '/workflows', { name: 'bench signup journey', eventName: EVENT, allowReentry: false }),
     201,
@@ -279,7 +279,7 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
   const template = async (name: string, t: { subject: string; body: string }) =>
     (await expectStatus(client.request('POST', '/templates', { name, ...t, from: `hello@${DOMAIN}`, fromName: 'Bench' }), 201, `template ${name}`)).id;
   const templateIds = { welcome: await template('welcome', TEMPLATES.welcome), followUp: await template('follow-up', TEMPLATES.followUp) };
-  const workflowId = await buildWorkflow(client, opts.shape, templateIds);
+  const workflowId = await buildJourney(client, opts.shape, templateIds);
   const emailsPer = opts.shape.filter((st) => st.type === 'SEND_EMAIL').length;
   log(`domain ${DOMAIN} verified; workflow ${workflowId} enabled: ${describeShape(opts.shape)} (JOURNEY_TIME_SCALE=${stack.config.journeyTimeScale})`);
   stop.checkpoint();

@@ -4,7 +4,7 @@ import { getJourney } from '../../db/journeys/journeys';
 import type { AppDeps } from '../context';
 import type { RouteRegistry } from '../routing';
 import { cursorPage } from '../schemas/common';
-import { executionParams, executionSchema, listExecutionsQuery, startExecutionBody, workflowIdParams } from '../schemas/executions';
+import { executionParams, executionSchema, listExecutionsQuery, startExecutionBody, journeyIdParams } from '../schemas/executions';
 import { TEMPORAL_UNAVAILABLE_TEXT } from '../use-cases/call-temporal';
 import { cancelAllExecutions, cancelExecution, enterContact } from '../use-cases/journeys';
 
@@ -16,7 +16,7 @@ export function registerExecutionRoutes(api: RouteRegistry, deps: AppDeps): void
     summary: 'Cancel every running or waiting execution of the workflow',
     errors: { 503: TEMPORAL_UNAVAILABLE_TEXT },
     auth: 'secret',
-    params: workflowIdParams,
+    params: journeyIdParams,
     response: z.object({ cancelled: z.number().int() }),
     handler: ({ scope, project, params }) => cancelAllExecutions(deps, scope.em, project.id, params.id),
   });
@@ -31,7 +31,7 @@ export function registerExecutionRoutes(api: RouteRegistry, deps: AppDeps): void
       503: TEMPORAL_UNAVAILABLE_TEXT,
     },
     auth: 'secret',
-    params: workflowIdParams,
+    params: journeyIdParams,
     body: startExecutionBody,
     response: executionSchema,
     status: 201,
@@ -44,7 +44,7 @@ export function registerExecutionRoutes(api: RouteRegistry, deps: AppDeps): void
     tag: 'Workflow executions',
     summary: 'List executions, newest first (cursor pagination; filter by `status`)',
     auth: 'secret',
-    params: workflowIdParams,
+    params: journeyIdParams,
     query: listExecutionsQuery,
     response: cursorPage(executionSchema),
     handler: async ({ scope, project, params, query }) => {

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { EXECUTION_STATUSES } from '../../db/journeys/executions';
 import { cursorQuery } from './common';
 
-export const workflowIdParams = z.object({ id: z.string().min(1) });
+export const journeyIdParams = z.object({ id: z.string().min(1) });
 export const executionParams = z.object({ id: z.string().min(1), executionId: z.string().min(1) });
 
 export const startExecutionBody = z.object({

@@ -2,7 +2,7 @@ import type { ProjectWithKeys } from '../../db/projects/projects';
 import { query, queryOne } from '../../db/sql';
 import { addTestMember, createTestUser, type TestUser } from '../helpers/accounts';
 import { bearer, type TestEnv } from '../helpers/env';
-import { buildWorkflow, track, waitForExecution } from '../helpers/journeys';
+import { buildJourney, track, waitForExecution } from '../helpers/journeys';
 import { type SendingEnv, startSendingEnv, waitUntil } from '../helpers/sending';
 import type { SmtpSink } from '../helpers/smtp';
 
@@ -282,7 +282,7 @@ describe('workflows', () => {
       .set(bearer(s.project.secretKey))
       .send({ name: 'hello', subject: 'Hello', body: '<p>Hello {{email}}</p>', from: `flow@${s.domain}` });
     expect(tpl.status).toBe(201);
-    const wf = await buildWorkflow(env, s.project, {
+    const wf = await buildJourney(env, s.project, {
       eventName: 'joined',
       steps: [{ key: 'mail', type: 'SEND_EMAIL', config: { templateId: tpl.body.id } }],
       transitions: [['trigger', 'mail']],

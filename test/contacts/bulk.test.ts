@@ -1,7 +1,7 @@
 import type { ProjectWithKeys } from '../../db/projects/projects';
 import { query } from '../../db/sql';
 import { bearer, startTestEnv, type TestEnv } from '../helpers/env';
-import { buildWorkflow, track, waitForExecution } from '../helpers/journeys';
+import { buildJourney, track, waitForExecution } from '../helpers/journeys';
 import { waitUntil } from '../helpers/sending';
 
 /** Bulk contact jobs end to end: real database, real Temporal server and worker. */
@@ -119,7 +119,7 @@ test('bulk-unsubscribe with the contactIds alias, over several chunks', async ()
 });
 
 test('bulk-delete: removes contacts and their memberships, cancels their executions; unknown ids fail', async () => {
-  const wf = await buildWorkflow(env, project, {
+  const wf = await buildJourney(env, project, {
     eventName: 'bulk-start',
     steps: [
       { key: 'wait', type: 'WAIT_FOR_EVENT', config: { eventName: 'never-comes' } },

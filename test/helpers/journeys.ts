@@ -11,17 +11,17 @@ export interface StepSpec {
 /** [from step key or 'trigger', to step key, branch?] */
 export type TransitionSpec = [string, string, string?];
 
-export interface BuiltWorkflow {
+export interface BuiltJourney {
   id: string;
   stepIds: Record<string, string>;
 }
 
 /** Creates a workflow through the API, adds its steps and transitions, and enables it. */
-export async function buildWorkflow(
+export async function buildJourney(
   env: TestEnv,
   project: ProjectWithKeys,
   spec: { eventName: string; allowReentry?: boolean; steps: StepSpec[]; transitions: TransitionSpec[]; enable?: boolean },
-): Promise<BuiltWorkflow> {
+): Promise<BuiltJourney> {
   const auth = bearer(project.secretKey);
   const created = await env
     .http()

@@ -3,7 +3,7 @@ import type { ProjectWithKeys } from '../../db/projects/projects';
 import { query } from '../../db/sql';
 import { type DnsServer, startDnsServer } from '../helpers/dns';
 import { bearer, startTestEnv, type TestEnv } from '../helpers/env';
-import { buildWorkflow, type BuiltWorkflow, getExecution, listExecutions, track } from '../helpers/journeys';
+import { buildJourney, type BuiltJourney, getExecution, listExecutions, track } from '../helpers/journeys';
 import { type Domain, waitUntil } from '../helpers/sending';
 import { type SmtpMessage, type SmtpSink, startSmtpSink } from '../helpers/smtp';
 import { childWorkerEnv, spawnWorkerProcess, type WorkerProcess } from '../helpers/worker-process';
@@ -108,7 +108,7 @@ async function activityHistory(executionId: string, workflowId = `journey:${exec
 }
 
 /** Every execution of the workflow: ended with `status`, each step once (seq 1..n) and COMPLETED, in this order. */
-async function expectFinished(wf: BuiltWorkflow, status: string, stepTypes: string[]) {
+async function expectFinished(wf: BuiltJourney, status: string, stepTypes: string[]) {
   const runs = await listExecutions(env, project, wf.id);
   expect(runs).toHaveLength(CONTACTS);
   for (const summary of runs) {
@@ -194,7 +194,7 @@ afterAll(async () => {
  *          its retry workflow, and every one waits for its next attempt.
  */
 test('SIGKILL while executions wait in a DELAY and while SEND_EMAILs are in flight: all finish, no step or email twice', async () => {
-  const delayWf = await buildWorkflow(env, project, {
+  const delayWf = await buildJourney(env, project, {
     eventName: 'restart-delay',
     steps: [
       { key: 'first', type: 'SEND_EMAIL', config: { templateId: firstTpl } },
@@ -211,7 +211,7 @@ test('SIGKILL while executions wait in a DELAY and while SEND_EMAILs are in flig
       ['wait', 'exit'],
     ],
   });
-  const sendWf = await buildWorkflow(env, project, {
+  const sendWf = await buildJourney(env, project, {
     eventName: 'restart-send',
     steps: [
       { key: 'first', type: 'SEND_EMAIL', config: { templateId: firstTpl } },
@@ -362,7 +362,7 @@ test('SIGKILL while executions wait in a DELAY and while SEND_EMAILs are in flig
     try {
       await child!.stop();
       child = await spawnWorkerProcess({ ...workerEnv(), SMTP_URL: proxyUrl });
-      const wf = await buildWorkflow(env, project, {
+      const wf = await buildJourney(env, project, {
         eventName: 'restart-accepted',
         steps: [
           { key: 'first', type: 'SEND_EMAIL', config: { templateId: firstTpl } },

@@ -6,7 +6,7 @@ import type { ProjectWithKeys } from '../../db/projects/projects';
 import { query, queryOne } from '../../db/sql';
 import { ContactIdKey, CurrentStepKey, ProjectIdKey, TidingsWorkflowIdKey, WaitingForEventKey } from '../../temporal/search-attributes';
 import { bearer, type TestEnv } from '../helpers/env';
-import { buildWorkflow, type ExecutionView, track, waitForExecution } from '../helpers/journeys';
+import { buildJourney, type ExecutionView, track, waitForExecution } from '../helpers/journeys';
 import { type SendingEnv, startSendingEnv, waitUntil } from '../helpers/sending';
 import type { SmtpSink } from '../helpers/smtp';
 
@@ -84,7 +84,7 @@ afterAll(async () => {
 
 describe('WEBHOOK', () => {
   test('signed request with the default JSON body; the execution completes with the status as output', async () => {
-    const wf = await buildWorkflow(env, project, {
+    const wf = await buildJourney(env, project, {
       eventName: 'hook-ok',
       steps: [{ key: 'hook', type: 'WEBHOOK', config: { url: `${base}/ok` } }],
       transitions: [['trigger', 'hook']],
@@ -110,7 +110,7 @@ describe('WEBHOOK', () => {
   });
 
   test('a 500 is retried, and the execution completes once the endpoint answers 200', async () => {
-    const wf = await buildWorkflow(env, project, {
+    const wf = await buildJourney(env, project, {
       eventName: 'hook-flaky',
       steps: [
         { key: 'hook', type: 'WEBHOOK', config: { url: `${base}/flaky` } },
@@ -137,7 +137,7 @@ describe('WEBHOOK', () => {
   });
 
   const badHook = async (eventName: string, email: string) => {
-    const wf = await buildWorkflow(env, project, {
+    const wf = await buildJourney(env, project, {
       eventName,
       steps: [
         { key: 'hook', type: 'WEBHOOK', config: { url: `${base}/bad` } },
@@ -178,7 +178,7 @@ describe('WEBHOOK', () => {
 describe('SEND_EMAIL', () => {
   test('a CUSTOM recipient gets the mail, rendered with the contact data and the execution context', async () => {
     const tpl = await template('custom', 'New {{plan}} signup: {{email}}', '<p>{{email}} from {{company}} chose {{plan}}</p>');
-    const wf = await buildWorkflow(env, project, {
+    const wf = await buildJourney(env, project, {
       eventName: 'custom-mail',
       steps: [{ key: 'mail', type: 'SEND_EMAIL', config: { templateId: tpl, recipient: { type: 'CUSTOM', customEmail: 'sales@example.net' } } }],
       transitions: [['trigger', 'mail']],
@@ -209,7 +209,7 @@ describe('SEND_EMAIL', () => {
 
   test('a MARKETING template to an unsubscribed contact is skipped (no mail); a subscribed one gets it', async () => {
     const tpl = await template('promo', 'Our news', '<p>News for {{email}}</p>', 'MARKETING');
-    const wf = await buildWorkflow(env, project, {
+    const wf = await buildJourney(env, project, {
       eventName: 'promo',
       steps: [{ key: 'mail', type: 'SEND_EMAIL', config: { templateId: tpl } }],
       transitions: [['trigger', 'mail']],
@@ -237,7 +237,7 @@ describe('SEND_EMAIL', () => {
 });
 
 test('DELAY: WAITING while delayed, then COMPLETED with the DELAY step COMPLETED', async () => {
-  const wf = await buildWorkflow(env, project, {
+  const wf = await buildJourney(env, project, {
     eventName: 'delay-only',
     steps: [{ key: 'delay', type: 'DELAY', config: { amount: 30, unit: 'minutes' } }], // 1.8 s here
     transitions: [['trigger', 'delay']],
@@ -256,7 +256,7 @@ test('DELAY: WAITING while delayed, then COMPLETED with the DELAY step COMPLETED
 });
 
 test('CONDITION on event.<key> reads the execution context: yes and no branches', async () => {
-  const wf = await buildWorkflow(env, project, {
+  const wf = await buildJourney(env, project, {
     eventName: 'scored',
     steps: [
       { key: 'check', type: 'CONDITION', config: { field: 'event.score', operator: 'greaterThan', value: 10 } },
@@ -291,7 +291,7 @@ test('CONDITION on event.<key> reads the execution context: yes and no branches'
 });
 
 test('execution list: ?status= filter and cursor paging over 25 executions', async () => {
-  const wf = await buildWorkflow(env, project, {
+  const wf = await buildJourney(env, project, {
     eventName: 'bulk',
     steps: [
       { key: 'check', type: 'CONDITION', config: { field: 'event.park', operator: 'equals', value: true } },
@@ -357,7 +357,7 @@ test('execution list: ?status= filter and cursor paging over 25 executions', asy
 
 test('search attributes find the execution: ids always, CurrentStep / WaitingForEvent while waiting', async () => {
   const eventName = `sa-finish-${Date.now()}`;
-  const wf = await buildWorkflow(env, project, {
+  const wf = await buildJourney(env, project, {
     eventName: 'sa-start',
     steps: [
       { key: 'wait', type: 'WAIT_FOR_EVENT', config: { eventName } },

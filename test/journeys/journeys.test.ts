@@ -1,7 +1,7 @@
 import { simpleParser } from 'mailparser';
 import type { ProjectWithKeys } from '../../db/projects/projects';
 import { bearer, type TestEnv } from '../helpers/env';
-import { buildWorkflow, getExecution, listExecutions, track, waitForExecution } from '../helpers/journeys';
+import { buildJourney, getExecution, listExecutions, track, waitForExecution } from '../helpers/journeys';
 import { type SendingEnv, startSendingEnv, waitUntil } from '../helpers/sending';
 import type { SmtpSink } from '../helpers/smtp';
 
@@ -40,7 +40,7 @@ beforeAll(async () => {
 afterAll(() => sending.close());
 
 test('signup → wait for activated (timeout) → condition → email: the nudge arrives when not activated', async () => {
-  const wf = await buildWorkflow(env, project, {
+  const wf = await buildJourney(env, project, {
     eventName: 'signup',
     steps: [
       { key: 'welcome', type: 'SEND_EMAIL', config: { templateId: welcomeId } },
@@ -93,7 +93,7 @@ test('signup → wait for activated (timeout) → condition → email: the nudge
 });
 
 test('an event tracked before the wait began does not end it', async () => {
-  const wf = await buildWorkflow(env, project, {
+  const wf = await buildJourney(env, project, {
     eventName: 'early-start',
     steps: [
       { key: 'delay', type: 'DELAY', config: { amount: 10, unit: 'minutes' } }, // 600 ms here
@@ -115,7 +115,7 @@ test('an event tracked before the wait began does not end it', async () => {
 });
 
 test('UPDATE_CONTACT applies the data rules and the subscription; CONDITION no-branch', async () => {
-  const wf = await buildWorkflow(env, project, {
+  const wf = await buildJourney(env, project, {
     eventName: 'upgrade',
     steps: [
       { key: 'update', type: 'UPDATE_CONTACT', config: { updates: { tier: 'gold', old: null, keep: '' }, subscribed: false } },
@@ -141,12 +141,12 @@ test('UPDATE_CONTACT applies the data rules and the subscription; CONDITION no-b
 });
 
 test('allowReentry false: a contact enters once, ever; true: again once the first has ended', async () => {
-  const once = await buildWorkflow(env, project, {
+  const once = await buildJourney(env, project, {
     eventName: 'reentry-once',
     steps: [{ key: 'exit', type: 'EXIT', config: {} }],
     transitions: [['trigger', 'exit']],
   });
-  const again = await buildWorkflow(env, project, {
+  const again = await buildJourney(env, project, {
     eventName: 'reentry-again',
     allowReentry: true,
     steps: [{ key: 'delay', type: 'DELAY', config: { amount: 5, unit: 'minutes' } }],
@@ -168,7 +168,7 @@ test('allowReentry false: a contact enters once, ever; true: again once the firs
 });
 
 test('cancel while waiting, and cancel-all; nothing runs after a cancel', async () => {
-  const wf = await buildWorkflow(env, project, {
+  const wf = await buildJourney(env, project, {
     eventName: 'cancel-me',
     allowReentry: true,
     steps: [
@@ -208,7 +208,7 @@ test('cancel while waiting, and cancel-all; nothing runs after a cancel', async 
 
 test('a running execution keeps the graph it started with after the workflow is edited', async () => {
   const auth = bearer(project.secretKey);
-  const wf = await buildWorkflow(env, project, {
+  const wf = await buildJourney(env, project, {
     eventName: 'edit-me',
     allowReentry: true,
     steps: [
@@ -233,7 +233,7 @@ test('a running execution keeps the graph it started with after the workflow is 
 
 test('manual start: enabled workflows only, the re-entry rule applies, context is the given one', async () => {
   const auth = bearer(project.secretKey);
-  const wf = await buildWorkflow(env, project, {
+  const wf = await buildJourney(env, project, {
     eventName: 'manual',
     steps: [{ key: 'exit', type: 'EXIT', config: {} }],
     transitions: [['trigger', 'exit']],

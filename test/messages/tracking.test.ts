@@ -4,7 +4,7 @@ import type { ProjectWithKeys } from '../../db/projects/projects';
 import { query, queryOne } from '../../db/sql';
 import { addTracking, signClickToken, signOpenToken, TRANSPARENT_GIF, verifyClickToken, verifyOpenToken } from '../../mail/tracking';
 import { bearer, type TestEnv } from '../helpers/env';
-import { buildWorkflow } from '../helpers/journeys';
+import { buildJourney } from '../helpers/journeys';
 import { type EventItem, type SendingEnv, startSendingEnv, waitUntil } from '../helpers/sending';
 import type { SmtpSink } from '../helpers/smtp';
 
@@ -238,7 +238,7 @@ test('transactional mail is not tracked unless asked; `tracking` turns it on or 
 
 test('a workflow email from a MARKETING template is tracked too', async () => {
   const auth = bearer(project.secretKey);
-  await buildWorkflow(env, project, {
+  await buildJourney(env, project, {
     eventName: 'joined',
     steps: [{ key: 'mail', type: 'SEND_EMAIL', config: { templateId: marketingTemplate } }],
     transitions: [['trigger', 'mail']],

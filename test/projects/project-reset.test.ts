@@ -4,7 +4,7 @@ import { query, queryOne } from '../../db/sql';
 import { workflowIds } from '../../temporal/ids';
 import { addTestMember, createTestUser, type TestUser } from '../helpers/accounts';
 import { bearer, startTestEnv, type TestEnv } from '../helpers/env';
-import { buildWorkflow } from '../helpers/journeys';
+import { buildJourney } from '../helpers/journeys';
 import { waitUntil } from '../helpers/sending';
 
 let env: TestEnv;
@@ -75,7 +75,7 @@ async function populate(name: string): Promise<Populated> {
     (await env.http().post('/segments').set(key).send({ name: 'Pros', condition: { field: 'data.plan', operator: 'equals', value: 'pro' } }))
       .status,
   ).toBe(201);
-  const wf = await buildWorkflow(env, project, {
+  const wf = await buildJourney(env, project, {
     eventName: 'signup',
     steps: [{ key: 'wait', type: 'DELAY', config: { amount: 30, unit: 'days' } }],
     transitions: [['trigger', 'wait']],

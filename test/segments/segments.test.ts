@@ -1,7 +1,7 @@
 import type { ProjectWithKeys } from '../../db/projects/projects';
 import { query, queryOne } from '../../db/sql';
 import { bearer, startTestEnv, type TestEnv } from '../helpers/env';
-import { buildWorkflow, listExecutions, track, waitForExecution } from '../helpers/journeys';
+import { buildJourney, listExecutions, track, waitForExecution } from '../helpers/journeys';
 import { waitUntil } from '../helpers/sending';
 
 /** The Segments API end to end: real database, real Temporal server and worker. */
@@ -244,7 +244,7 @@ describe('static segments: members by email', () => {
 describe('compute: tracked dynamic segments write membership and fire entry/exit events that trigger workflows', () => {
   test('entry events start the workflow they trigger; exits are recorded; refresh fires none', async () => {
     // Triggered by the entry event of the segment named "VIP Buyers!" (slug vip-buyers).
-    const wf = await buildWorkflow(env, project, {
+    const wf = await buildJourney(env, project, {
       eventName: 'segment.vip-buyers.entry',
       steps: [{ key: 'done', type: 'EXIT', config: { reason: 'welcomed' } }],
       transitions: [['trigger', 'done']],
@@ -307,7 +307,7 @@ describe('compute: tracked dynamic segments write membership and fire entry/exit
   });
 
   test('exit events trigger workflows too; untracked or static segments are not computed', async () => {
-    const wf = await buildWorkflow(env, project, {
+    const wf = await buildJourney(env, project, {
       eventName: 'segment.leavers.exit',
       steps: [{ key: 'done', type: 'EXIT', config: {} }],
       transitions: [['trigger', 'done']],
@@ -377,7 +377,7 @@ describe('delete, and where segments are used', () => {
         groups: [{ filters: [{ field: 'data.tier', operator: 'exists' }] }, { filters: [{ field: 'event.upgraded', operator: 'triggered' }], conditions: { logic: 'AND', groups: [{ filters: [{ field: 'data.tier.level', operator: 'gt', value: 1 }] }] } }],
       },
     });
-    const wf = await buildWorkflow(env, project, {
+    const wf = await buildJourney(env, project, {
       eventName: 'usage-check',
       steps: [{ key: 'check', type: 'CONDITION', config: { field: 'data.tier', operator: 'equals', value: 'gold' } }],
       transitions: [],

@@ -2,7 +2,7 @@ import type { ProjectWithKeys } from '../../db/projects/projects';
 import { query } from '../../db/sql';
 import { type DnsServer, startDnsServer } from '../helpers/dns';
 import { bearer, startTestEnv, type TestEnv } from '../helpers/env';
-import { buildWorkflow, type BuiltWorkflow, track } from '../helpers/journeys';
+import { buildJourney, type BuiltJourney, track } from '../helpers/journeys';
 import { type Domain, waitUntil } from '../helpers/sending';
 import { type SmtpSink, startSmtpSink } from '../helpers/smtp';
 import { type Answer, postJson, splitService, type SplitService } from '../helpers/split-service';
@@ -27,8 +27,8 @@ let smtp: SmtpSink;
 let env: TestEnv;
 let svc: SplitService;
 let project: ProjectWithKeys;
-let triggerWf: BuiltWorkflow;
-let waitWf: BuiltWorkflow;
+let triggerWf: BuiltJourney;
+let waitWf: BuiltJourney;
 const tag = Date.now();
 const TRIGGER = `crash-trigger-${tag}`;
 const ENTER = `crash-enter-${tag}`;
@@ -54,7 +54,7 @@ async function template(name: string, subject: string): Promise<string> {
 }
 
 /** Executions of the workflow by contact email, oldest first. */
-const executionsOf = (wf: BuiltWorkflow) =>
+const executionsOf = (wf: BuiltJourney) =>
   query<{ email: string; status: string; waiting_for_event: string | null }>(
     db(),
     `select c.email, x.status, x.waiting_for_event from workflow_executions x join contacts c on c.id = x.contact_id
@@ -80,12 +80,12 @@ beforeAll(async () => {
       return (list.body as Domain[]).some((d) => d.id === added.id && d.status === 'verified');
     }, 30_000);
     // Templates need the sender's domain verified.
-    triggerWf = await buildWorkflow(env, project, {
+    triggerWf = await buildJourney(env, project, {
       eventName: TRIGGER,
       steps: [{ key: 'mail', type: 'SEND_EMAIL', config: { templateId: await template('triggered', 'Triggered') } }],
       transitions: [['trigger', 'mail']],
     });
-    waitWf = await buildWorkflow(env, project, {
+    waitWf = await buildJourney(env, project, {
       eventName: ENTER,
       steps: [
         { key: 'wait', type: 'WAIT_FOR_EVENT', config: { eventName: PAID } },

@@ -4,7 +4,7 @@ import type { ProjectWithKeys } from '../../db/projects/projects';
 import { query } from '../../db/sql';
 import { type DnsServer, startDnsServer } from '../helpers/dns';
 import { bearer, startTestEnv, type TestEnv } from '../helpers/env';
-import { buildWorkflow, type BuiltWorkflow } from '../helpers/journeys';
+import { buildJourney, type BuiltJourney } from '../helpers/journeys';
 import { type Domain, waitUntil } from '../helpers/sending';
 import { type SmtpSink, startSmtpSink } from '../helpers/smtp';
 import { type Answer, postJson, splitService, type SplitService } from '../helpers/split-service';
@@ -288,7 +288,7 @@ test('/v1/track: SIGKILL with keyed requests in flight; one event per key, and t
     .set(bearer(project.secretKey))
     .send({ name: `welcome ${tag}`, subject: 'Welcome', body: '<p>Welcome {{email}}</p>', from: `hello@${DOMAIN}`, type: 'TRANSACTIONAL' });
   expect(tpl.status).toBe(201);
-  const wf: BuiltWorkflow = await buildWorkflow(env, project, {
+  const wf: BuiltJourney = await buildJourney(env, project, {
     eventName: event,
     steps: [{ key: 'mail', type: 'SEND_EMAIL', config: { templateId: tpl.body.id } }],
     transitions: [['trigger', 'mail']],

@@ -2,7 +2,7 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import type { ProjectWithKeys } from '../../db/projects/projects';
 import { workflowIds } from '../../temporal/ids';
 import { bearer, type TestEnv } from '../helpers/env';
-import { buildWorkflow, track, waitForExecution } from '../helpers/journeys';
+import { buildJourney, track, waitForExecution } from '../helpers/journeys';
 import { type SendingEnv, startSendingEnv } from '../helpers/sending';
 
 /**
@@ -35,7 +35,7 @@ test('a journey execution is summarized by workflow name and contact; its activi
     .send({ name: 'hello', subject: 'Hello', body: '<p>Hi</p>', from: `hello@${DOMAIN}`, type: 'TRANSACTIONAL' });
   expect(template.status).toBe(201);
   const templateId = template.body.id as string;
-  const wf = await buildWorkflow(env, project, {
+  const wf = await buildJourney(env, project, {
     eventName: 'summarized',
     steps: [
       { key: 'mail', type: 'SEND_EMAIL', config: { templateId } },

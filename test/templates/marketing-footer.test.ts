@@ -2,7 +2,7 @@ import { simpleParser } from 'mailparser';
 import type { ProjectWithKeys } from '../../db/projects/projects';
 import { signContactToken } from '../../mail/links';
 import { bearer, type TestEnv } from '../helpers/env';
-import { buildWorkflow } from '../helpers/journeys';
+import { buildJourney } from '../helpers/journeys';
 import { type SendingEnv, startSendingEnv, waitUntil } from '../helpers/sending';
 import type { SmtpSink } from '../helpers/smtp';
 
@@ -141,7 +141,7 @@ test("campaign emails and test copies get the footer, each with its recipient's 
 
 test('a journey step sending a MARKETING template gets the footer', async () => {
   const tpl = await template('<p>Welcome aboard</p>');
-  await buildWorkflow(env, project, {
+  await buildJourney(env, project, {
     eventName: 'footer-joined',
     steps: [{ key: 'mail', type: 'SEND_EMAIL', config: { templateId: tpl } }],
     transitions: [['trigger', 'mail']],
