@@ -1,4 +1,4 @@
-import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { cycles, featureOf, type ImportEdge, importsOf, sourceFiles, workflowBundle } from './helpers/import-graph';
@@ -83,6 +83,7 @@ describe('the import graph checks themselves', () => {
     mkdirSync(path.join(root, 'db'));
     writeFileSync(path.join(root, 'db/d.ts'), 'export const d = 1;\n');
     const bundle = workflowBundle('temporal/workflows.ts', root);
+    rmSync(root, { recursive: true, force: true });
     expect(bundle.files).toEqual(['temporal/workflows.ts', 'temporal/x/c.ts', 'temporal/x/workflow.ts', 'db/d.ts'].sort());
     expect(bundle.edges.filter((e) => e.typeOnly).map((e) => e.to)).toEqual(['temporal/x/activities.ts', 'db/b']);
     expect(bundle.edges.find((e) => e.to === 'zod')).toMatchObject({ typeOnly: false });
