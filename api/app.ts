@@ -1,11 +1,9 @@
-import { randomUUID } from 'node:crypto';
 import express, { type Express } from 'express';
-import { pinoHttp } from 'pino-http';
-import { httpLogSerializers } from '../logger';
 import type { AppDeps } from './context';
 import { authenticate, requestScope } from './middleware/auth';
 import { errorHandler, notFoundHandler } from './middleware/errors';
 import { rateLimit } from './middleware/rate-limit';
+import { requestLog } from './middleware/request-log';
 import { registerAnalyticsRoutes } from './routes/analytics';
 import { registerBillingRoutes } from './routes/billing';
 import { registerAuthRoutes } from './routes/auth';
@@ -38,7 +36,6 @@ import { registerUploadRoutes } from './routes/uploads';
 import { registerVerifyRoutes } from './routes/verify';
 import { RouteRegistry } from './routing';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const VERSION = '0.1.0';
 
 export interface App {
@@ -51,20 +48,7 @@ export function createApp(deps: AppDeps): App {
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', deps.config.trustProxy);
-  app.use(
-    pinoHttp({
-      logger: deps.logger,
-      // Unwrapped: ours read the raw request (pino-http's would log its query and URL verbatim).
-      serializers: httpLogSerializers,
-      wrapSerializers: false,
-      genReqId: (req, res) => {
-        const incoming = req.headers['x-request-id'];
-        const id = typeof incoming === 'string' && UUID.test(incoming) ? incoming : randomUUID();
-        res.setHeader('X-Request-Id', id);
-        return id;
-      },
-    }),
-  );
+  app.use(requestLog(deps.logger));
 
   const registry = new RouteRegistry(express.Router(), {
     scope: requestScope(deps.orm),

@@ -1,7 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { z } from 'zod';
 import { trackEvent } from '../../db/events/track';
-import { queueTriggers } from '../../db/events/trigger-outbox';
 import { queueSend } from '../../db/messages/send';
 import { idempotent, type StoredResponse } from '../../db/projects/idempotency';
 import { outboxNotice } from '../../mail/outbox';
@@ -52,19 +51,20 @@ export async function trackAndTrigger(
   body: z.output<typeof trackBody>,
 ): Promise<Replayable> {
   let queued = false;
-  const result = await idempotent(em, projectId, 'track', idempotencyKey, body, async (tx) => {
-    const tracked = await trackEvent(tx, projectId, body);
-    // In the same transaction: the journeys it starts and the executions it signals are a promise kept after any crash.
-    queued = await queueTriggers(tx, deps.config.temporal.taskQueue, {
-      projectId,
-      contactId: tracked.contact,
-      eventId: tracked.event,
-      name: body.event,
-      trackedAt: tracked.timestamp,
-      context: tracked.context,
-    });
-    return { status: 200, body: { success: true, data: { contact: tracked.contact, event: tracked.event, timestamp: tracked.timestamp } } };
-  });
+  const result = await idempotent(
+    em,
+    projectId,
+    'track',
+    idempotencyKey,
+    body,
+    async (tx) => {
+      // The event and what it triggers in one statement: a 200 is a promise kept after any crash.
+      const tracked = await trackEvent(tx, projectId, deps.config.temporal.taskQueue, body);
+      queued = tracked.queued;
+      return { status: 200, body: { success: true, data: { contact: tracked.contact, event: tracked.event, timestamp: tracked.timestamp } } };
+    },
+    { oneStatement: true },
+  );
   if (queued) deps.wakeups.triggers(deps.config.temporal.taskQueue);
   return result;
 }

@@ -81,30 +81,33 @@ export interface UpsertResult {
   transient: Record<string, JsonValue>;
 }
 
-/** Create or patch by email in one statement, applying the `data` rules. */
-export async function upsertContact(
-  em: EntityManager,
+/**
+ * The upsert by email as the CTE `up` (CONTACT_COLUMNS, `inserted`, `previous_subscribed`), after
+ * the registration of new keys: `with …, up as (…)`, for a statement that goes on from there.
+ */
+export function upsertContactCtes(
   projectId: string,
   input: ContactInput,
   opts: { subscribedWhenNew: boolean },
-): Promise<UpsertResult> {
+): { sql: string; params: unknown[]; patch: DataPatch } {
   const email = normalizeEmail(input.email);
   const patch = planDataPatch(input.data);
   const reg = registerFieldsCte(projectId, patch);
   const sql = `${reg.sql || 'with '}previous as (
       select subscribed from contacts where project_id = ? and email = ? for update
-    )
-    insert into contacts as c (id, project_id, email, subscribed, data)
-    -- Reading "previous" here makes PostgreSQL lock and read the old row before the write;
-    -- referenced only in RETURNING, it would run after it and see nothing.
-    select ?, ?, ?, ?, ?::jsonb from (select count(*) from previous) as locked
-    on conflict (project_id, email) do update set
-      subscribed = coalesce(?::boolean, c.subscribed),
-      data = (c.data || ?::jsonb) - ?::text[],
-      updated_at = now()
-    returning ${CONTACT_COLUMNS}, (xmax = 0) as inserted, (select subscribed from previous) as previous_subscribed`;
+    ), up as (
+      insert into contacts as c (id, project_id, email, subscribed, data)
+      -- Reading "previous" here makes PostgreSQL lock and read the old row before the write;
+      -- referenced only in RETURNING, it would run after it and see nothing.
+      select ?, ?, ?, ?, ?::jsonb from (select count(*) from previous) as locked
+      on conflict (project_id, email) do update set
+        subscribed = coalesce(?::boolean, c.subscribed),
+        data = (c.data || ?::jsonb) - ?::text[],
+        updated_at = now()
+      returning ${CONTACT_COLUMNS}, (xmax = 0) as inserted, (select subscribed from previous) as previous_subscribed
+    )`;
   const setJson = JSON.stringify(patch.set);
-  const row = await queryOne<ContactRow & { inserted: boolean; previous_subscribed: boolean | null }>(em, sql, [
+  const params = [
     ...reg.params,
     projectId,
     email,
@@ -116,7 +119,19 @@ export async function upsertContact(
     input.subscribed ?? null,
     setJson,
     patch.remove,
-  ]);
+  ];
+  return { sql, params, patch };
+}
+
+/** Create or patch by email in one statement, applying the `data` rules. */
+export async function upsertContact(
+  em: EntityManager,
+  projectId: string,
+  input: ContactInput,
+  opts: { subscribedWhenNew: boolean },
+): Promise<UpsertResult> {
+  const { sql, params, patch } = upsertContactCtes(projectId, input, opts);
+  const row = await queryOne<ContactRow & { inserted: boolean; previous_subscribed: boolean | null }>(em, `${sql} select * from up`, params);
   return {
     contact: toContactDto(row!),
     isNew: row!.inserted,

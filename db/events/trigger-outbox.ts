@@ -17,40 +17,6 @@ export interface TriggerRow {
 }
 
 /**
- * What a tracked event must cause later, written in the request's own transaction (the
- * transactional outbox): a row only when some enabled workflow is triggered by the name or the
- * contact has an active execution, so an event nothing listens to costs this one statement. The
- * executions to signal are the ones active now; the ones the event starts never get their own
- * trigger. The caller wakes the trigger dispatcher after its commit (db/messages/engine-wakeups.ts).
- */
-export async function queueTriggers(
-  em: EntityManager,
-  queue: string,
-  event: { projectId: string; contactId: string; eventId: string; name: string; trackedAt: string; context: Record<string, JsonValue> },
-): Promise<boolean> {
-  const rows = await query(
-    em,
-    `with active as (
-       select coalesce(array_agg(id order by id), '{}') as ids from workflow_executions
-       where contact_id = ? and project_id = ? and status in ('RUNNING','WAITING')
-     ), ins as (
-       insert into trigger_outbox (queue, project_id, contact_id, event_id, name, tracked_at, context, signal_executions)
-       select ?, ?, ?, ?, ?, ?, ?::jsonb, active.ids from active
-       where cardinality(active.ids) > 0
-          or exists (select 1 from workflows w where w.project_id = ? and w.enabled and w.trigger_config->>'eventName' = ?)
-       returning 1
-     )
-     select 1 from ins`,
-    [
-      event.contactId, event.projectId,
-      queue, event.projectId, event.contactId, event.eventId, event.name, event.trackedAt, JSON.stringify(event.context),
-      event.projectId, event.name,
-    ],
-  );
-  return rows.length > 0;
-}
-
-/**
  * Claims up to `limit` rows of the queue, oldest first, leased for `leaseSeconds`: a dispatcher
  * that dies leaves them to the next claim once the lease runs out, and its work is repeated
  * (starts are idempotent by execution id, signals harmless to repeat).

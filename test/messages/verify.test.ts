@@ -1,6 +1,6 @@
 import { domainToASCII } from 'node:url';
 import express, { type Express } from 'express';
-import { pinoHttp } from 'pino-http';
+import { requestLog } from '../../api/middleware/request-log';
 import request from 'supertest';
 import { authenticate, requestScope } from '../../api/middleware/auth';
 import { errorHandler, notFoundHandler } from '../../api/middleware/errors';
@@ -356,7 +356,7 @@ function verifyApp(deps: TestEnv['deps']): Express {
     rateLimit: rateLimit(deps.config.rateLimitPerMinute),
   });
   registerVerifyRoutes(registry, deps);
-  return express().use(pinoHttp({ logger: deps.logger })).use(registry.router).use(notFoundHandler).use(errorHandler);
+  return express().use(requestLog(deps.logger)).use(registry.router).use(notFoundHandler).use(errorHandler);
 }
 
 /**

@@ -1,6 +1,6 @@
 import net from 'node:net';
 import express from 'express';
-import { pinoHttp } from 'pino-http';
+import { requestLog } from '../../api/middleware/request-log';
 import { Client } from 'pg';
 import request from 'supertest';
 import type { Response } from 'supertest';
@@ -213,7 +213,7 @@ test('only connectivity is a 503: errors of the database or of the code stay 500
   const errors: Record<string, unknown> = { raised, division, bug: new TypeError("Cannot read properties of undefined (reading 'id')") };
 
   const app = express();
-  app.use(pinoHttp({ logger: env.deps.logger }));
+  app.use(requestLog(env.deps.logger));
   app.get('/:name', (req, _res, next) => next(errors[req.params.name]));
   app.use(errorHandler);
   for (const name of Object.keys(errors)) {
