@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { z } from 'zod';
 import { trackEvent } from '../../db/events/track';
-import { queueSend } from '../../db/messages/send';
+import { type QueuedEmail, queueSend, queueSendOne } from '../../db/messages/send';
 import { idempotent, type StoredResponse } from '../../db/projects/idempotency';
 import { outboxNotice } from '../../mail/outbox';
 import type { AppDeps } from '../context';
@@ -9,12 +9,17 @@ import type { trackBody } from '../schemas/events';
 import { MESSAGE_MAX_BYTES, type sendBody } from '../schemas/send';
 
 /**
- * The public API's writes call no workflow: each writes outbox rows in one transaction (a 200 means
- * they are committed), then wakes the engine that takes them, which also looks on its own.
+ * The public API's writes call no workflow: each writes outbox rows in one transaction, or in one
+ * statement (a 200 means they are committed), then wakes the engine that takes them, which also
+ * looks on its own.
  */
 type Replayable = StoredResponse & { replayed: boolean };
 
-/** POST /v1/send: one email row per recipient, then the delivery engine is woken (unless the answer was replayed). */
+/**
+ * POST /v1/send: one email row per recipient, then the delivery engine is woken (unless the answer
+ * was replayed). Without an Idempotency-Key, one recipient goes the way without a transaction
+ * (queueSendOne), when it can.
+ */
 export async function sendTransactional(
   deps: Pick<AppDeps, 'config' | 'linkSecret' | 'wakeups'>,
   em: EntityManager,
@@ -22,22 +27,22 @@ export async function sendTransactional(
   idempotencyKey: string | undefined,
   body: z.output<typeof sendBody>,
 ): Promise<Replayable> {
-  const result = await idempotent(em, projectId, 'send', idempotencyKey, body, async (tx) => {
-    const emails = await queueSend(
-      tx,
-      {
-        projectId,
-        publicUrl: deps.config.publicUrl,
-        linkSecret: deps.linkSecret,
-        maxMessageBytes: MESSAGE_MAX_BYTES,
-        senders: deps.config,
-        queue: deps.config.temporal.taskQueue,
-      },
-      body,
-    );
+  const ctx = {
+    projectId,
+    publicUrl: deps.config.publicUrl,
+    linkSecret: deps.linkSecret,
+    maxMessageBytes: MESSAGE_MAX_BYTES,
+    senders: deps.config,
+    queue: deps.config.temporal.taskQueue,
+  };
+  const answer = (emails: QueuedEmail[]): StoredResponse => {
     const outbox = deps.config.outbox ? { outbox: outboxNotice(deps.config.publicUrl) } : {};
     return { status: 200, body: { success: true, data: { emails, timestamp: new Date().toISOString(), ...outbox } } };
-  });
+  };
+  const one = idempotencyKey === undefined ? await queueSendOne(em, ctx, body) : undefined;
+  const result = one
+    ? { ...answer(one), replayed: false }
+    : await idempotent(em, projectId, 'send', idempotencyKey, body, async (tx) => answer(await queueSend(tx, ctx, body)));
   if (!result.replayed) deps.wakeups.emails(deps.config.temporal.taskQueue);
   return result;
 }

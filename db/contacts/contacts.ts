@@ -84,13 +84,15 @@ export interface UpsertResult {
 /**
  * The upsert by email as the CTE `up` (CONTACT_COLUMNS, `inserted`, `previous_subscribed`), after
  * the registration of new keys: `with …, up as (…)`, for a statement that goes on from there.
+ * `newId` is the id the contact gets if it is new.
  */
 export function upsertContactCtes(
   projectId: string,
   input: ContactInput,
   opts: { subscribedWhenNew: boolean },
-): { sql: string; params: unknown[]; patch: DataPatch } {
+): { sql: string; params: unknown[]; patch: DataPatch; newId: string } {
   const email = normalizeEmail(input.email);
+  const id = newId('cnt');
   const patch = planDataPatch(input.data);
   const reg = registerFieldsCte(projectId, patch);
   const sql = `${reg.sql || 'with '}previous as (
@@ -111,7 +113,7 @@ export function upsertContactCtes(
     ...reg.params,
     projectId,
     email,
-    newId('cnt'),
+    id,
     projectId,
     email,
     input.subscribed ?? opts.subscribedWhenNew,
@@ -120,7 +122,7 @@ export function upsertContactCtes(
     setJson,
     patch.remove,
   ];
-  return { sql, params, patch };
+  return { sql, params, patch, newId: id };
 }
 
 /** Create or patch by email in one statement, applying the `data` rules. */
@@ -138,6 +140,15 @@ export async function upsertContact(
     previousSubscribed: row!.inserted ? null : row!.previous_subscribed,
     transient: patch.transient,
   };
+}
+
+/** The contact with this address, if there is one. */
+export async function findContactByEmail(em: EntityManager, projectId: string, email: string): Promise<ContactDto | undefined> {
+  const row = await queryOne<ContactRow>(em, `select ${CONTACT_COLUMNS} from contacts c where c.project_id = ? and c.email = ?`, [
+    projectId,
+    normalizeEmail(email),
+  ]);
+  return row ? toContactDto(row) : undefined;
 }
 
 export async function getContact(em: EntityManager, projectId: string, id: string): Promise<ContactDto> {

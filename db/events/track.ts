@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { upsertContactCtes } from '../contacts/contacts';
 import { newId } from '../ids';
+import { subscriptionChangeCte } from './events';
 import { queryOne } from '../sql';
 
 export interface TrackRequest {
@@ -35,16 +36,12 @@ export async function trackEvent(em: EntityManager, projectId: string, queue: st
   const stored = up.patch.set;
   // What a triggered workflow gets as its context: the event's data and its one-shot values.
   const context = { ...stored, ...up.patch.transient };
-  // Generated in this order so the subscription change sorts before the event that carried it.
-  const changeId = newId('evt');
+  // In this order, so the subscription change sorts before the event that carried it.
+  const changed = subscriptionChangeCte(projectId);
   const eventId = newId('evt');
   const row = await queryOne<{ contact: string; event: string; created_at: Date; queued: boolean }>(
     em,
-    `${up.sql}, changed as (
-       insert into events (id, project_id, contact_id, name, data)
-       select ?, ?, up.id, case when up.subscribed then 'contact.subscribed' else 'contact.unsubscribed' end, '{}'::jsonb from up
-       where not up.inserted and up.previous_subscribed <> up.subscribed
-     ), ev as (
+    `${up.sql}${changed.sql}, ev as (
        insert into events (id, project_id, contact_id, name, data)
        select ?, ?, up.id, ?, ?::jsonb from up
        returning id, contact_id, created_at
@@ -61,7 +58,7 @@ export async function trackEvent(em: EntityManager, projectId: string, queue: st
      select ev.contact_id as contact, ev.id as event, ev.created_at, exists (select 1 from queued) as queued from ev`,
     [
       ...up.params,
-      changeId, projectId,
+      ...changed.params,
       eventId, projectId, req.event, JSON.stringify(stored),
       projectId,
       queue, projectId, req.event, JSON.stringify(context),

@@ -16,7 +16,8 @@ import { query, queryOne } from '../sql';
  *                 the marketing context (footer, unsubscribe headers), tracking on or off;
  *   prepareEmail  once per recipient: the id, then the contact's rendering with it;
  *   writeEmails   once per transaction: the billing cap, the only INSERT INTO emails, and the
- *                 delivery engine's wake-up.
+ *                 delivery engine's wake-up (writeEmailWithContact: the same INSERT in the statement
+ *                 that upserts the recipient, for /v1/send to one uncapped recipient).
  *
  * Suppression and a disabled project are checked where the email goes out (the delivery engine
  * and the campaign batch read them with the row), so an email written before either changed is
@@ -234,43 +235,76 @@ interface InsertedRow {
   headers: Record<string, string> | null;
 }
 
-/** New rows come back with only their id; rows found under a source key come back whole. */
-async function insertRows(em: EntityManager, emails: PreparedEmail[]): Promise<InsertedRow[]> {
-  const input = emails.map((e) => ({
-    id: e.id,
-    project_id: e.plan.projectId,
-    contact_id: e.contactId,
-    domain_id: e.plan.domainId,
-    template_id: e.plan.templateId,
-    campaign_id: e.plan.campaignId,
-    source: e.plan.source,
-    marketing: !!e.plan.marketing,
-    to_email: e.toEmail,
-    to_name: e.toName,
-    from_email: e.plan.from.email,
-    from_name: e.plan.from.name,
-    reply_to: e.plan.replyTo,
-    subject: e.subject,
-    body: e.body,
-    headers: e.headers,
-    attachment_set_id: e.plan.attachmentSetId,
-    source_key: e.sourceKey,
-    queue: e.plan.queue,
-  }));
-  const keyed = emails.some((e) => e.sourceKey);
-  return query<InsertedRow>(
-    em,
-    `with input as (
+/** The rows to insert, as one JSON parameter that `EMAIL_INPUT` reads. */
+function inputRows(emails: PreparedEmail[]): string {
+  return JSON.stringify(
+    emails.map((e) => ({
+      id: e.id,
+      project_id: e.plan.projectId,
+      contact_id: e.contactId,
+      domain_id: e.plan.domainId,
+      template_id: e.plan.templateId,
+      campaign_id: e.plan.campaignId,
+      source: e.plan.source,
+      marketing: !!e.plan.marketing,
+      to_email: e.toEmail,
+      to_name: e.toName,
+      from_email: e.plan.from.email,
+      from_name: e.plan.from.name,
+      reply_to: e.plan.replyTo,
+      subject: e.subject,
+      body: e.body,
+      headers: e.headers,
+      attachment_set_id: e.plan.attachmentSetId,
+      source_key: e.sourceKey,
+      queue: e.plan.queue,
+    })),
+  );
+}
+
+const EMAIL_INPUT = `input as (
        select * from jsonb_to_recordset(?::jsonb) as r(id uuid, project_id text, contact_id text, domain_id text,
          template_id text, campaign_id text, source text, marketing boolean, to_email text, to_name text, from_email text,
          from_name text, reply_to text, subject text, body text, headers jsonb, attachment_set_id uuid, source_key text, queue text)
-     ), ins as (
-       insert into emails (id, project_id, contact_id, domain_id, template_id, campaign_id, source, marketing, to_email, to_name,
+     )`;
+
+/** The INSERT INTO emails of `input`, rows of `input` that pass `where` only. */
+const insertEmails = (where = '') => `insert into emails (id, project_id, contact_id, domain_id, template_id, campaign_id, source, marketing, to_email, to_name,
          from_email, from_name, reply_to, subject, body, headers, attachment_set_id, source_key, queue)
        select id, project_id, contact_id, domain_id, template_id, campaign_id, source, marketing, to_email, to_name,
          from_email, from_name, reply_to, subject, body, headers, attachment_set_id, source_key, queue
-       from input
-       on conflict (project_id, source_key) where source_key is not null do nothing
+       from input ${where}
+       on conflict (project_id, source_key) where source_key is not null do nothing`;
+
+/**
+ * writeEmails for one email whose contact the same statement upserts (`contact`: the CTEs of
+ * db/contacts/contacts.ts upsertContactCtes, and any after them): one statement, atomic without
+ * a transaction. The email is written only if the upsert left the contact with the id it was
+ * rendered for (another request may have created the address first); false when it did not, and
+ * nothing of the email was written. No cap check and no wake-up: a plan that checks the cap goes
+ * through writeEmails in a transaction, and the caller wakes the engine.
+ */
+export async function writeEmailWithContact(em: EntityManager, contact: { sql: string; params: unknown[] }, email: PreparedEmail): Promise<boolean> {
+  if (email.plan.checkCap) throw new Error('writeEmailWithContact: a capped plan is written by writeEmails, in a transaction');
+  const row = await queryOne<{ written: boolean }>(
+    em,
+    `${contact.sql}, ${EMAIL_INPUT}, ins as (
+       ${insertEmails('where exists (select 1 from up where up.id = input.contact_id)')}
+       returning id
+     )
+     select exists (select 1 from ins) as written`,
+    [...contact.params, inputRows([email])],
+  );
+  return row!.written;
+}
+
+/** New rows come back with only their id; rows found under a source key come back whole. */
+async function insertRows(em: EntityManager, emails: PreparedEmail[]): Promise<InsertedRow[]> {
+  const keyed = emails.some((e) => e.sourceKey);
+  return query<InsertedRow>(
+    em,
+    `with ${EMAIL_INPUT}, ins as (
+       ${insertEmails()}
        returning id, source_key
      )
      select id, source_key, 'QUEUED' as status, null as error, true as created,
@@ -284,6 +318,6 @@ async function insertRows(em: EntityManager, emails: PreparedEmail[]): Promise<I
      where e.source_key is not null`
          : ''
      }`,
-    [JSON.stringify(input)],
+    [inputRows(emails)],
   );
 }

@@ -1,12 +1,13 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError, validationError } from '../../errors';
 import type { AttachmentFile } from '../../mail/compose';
-import { upsertContact } from '../contacts/contacts';
+import { type ContactDto, findContactByEmail, normalizeEmail, upsertContact, upsertContactCtes } from '../contacts/contacts';
+import type { JsonValue } from '../entities/contact';
 import type { BodyFormat } from './content';
 import type { SenderPolicy } from '../domains/domains';
 import { createAttachmentSet } from './emails';
-import { planEmails, type PreparedEmail, prepareEmail, writeEmails } from './prepare';
-import { recordSubscriptionChange } from '../events/events';
+import { type EmailPlan, planEmails, type PreparedEmail, prepareEmail, writeEmailWithContact, writeEmails } from './prepare';
+import { recordSubscriptionChange, subscriptionChangeCte } from '../events/events';
 import { getTemplate } from '../templates/templates';
 
 type Mailbox = string | { name?: string; email: string };
@@ -47,14 +48,14 @@ export interface SendContext {
 
 const mailbox = (m: Mailbox) => (typeof m === 'string' ? { email: m, name: undefined } : m);
 
-/**
- * Everything /v1/send writes, in the caller's transaction: each recipient upserted and rendered on
- * its own, one after another, and one QUEUED email row each. Delivery is the engine's job
- * (db/messages/delivery-queue.ts): the committed rows are its work, so the 200 survives any crash; the
- * caller wakes it after the commit (deps.wakeups). Over
- * the project's monthly transactional cap the whole request is refused (402) and rolls back.
- */
-export async function queueSend(em: EntityManager, ctx: SendContext, req: SendRequest): Promise<QueuedEmail[]> {
+interface SendPlan {
+  plan: EmailPlan;
+  recipients: { email: string; name?: string }[];
+  attachments: AttachmentFile[];
+}
+
+/** The refusals that come before any write: no sender, the sender's domain, the template, the size. */
+async function planSend(em: EntityManager, ctx: SendContext, req: SendRequest): Promise<SendPlan> {
   const template = req.template ? await getTemplate(em, ctx.projectId, req.template) : undefined;
   const body = req.body ?? template?.body;
   const from = req.from ? mailbox(req.from) : template?.from ? { email: template.from, name: template.fromName ?? undefined } : undefined;
@@ -87,12 +88,24 @@ export async function queueSend(em: EntityManager, ctx: SendContext, req: SendRe
       suggestion: 'Send smaller attachments or a shorter body.',
     });
   }
-  if (attachments.length) plan.attachmentSetId = await createAttachmentSet(em, ctx.projectId, attachments);
+  return { plan, recipients: (Array.isArray(req.to) ? req.to : [req.to]).map(mailbox), attachments };
+}
 
+const recipientData = (req: SendRequest, recipient: { name?: string }) => (recipient.name ? { ...req.data, name: recipient.name } : req.data);
+
+/**
+ * Everything /v1/send writes, in the caller's transaction: each recipient upserted and rendered on
+ * its own, one after another, and one QUEUED email row each. Delivery is the engine's job
+ * (db/messages/delivery-queue.ts): the committed rows are its work, so the 200 survives any crash; the
+ * caller wakes it after the commit (deps.wakeups). Over the project's monthly transactional cap the
+ * whole request is refused (402) and rolls back.
+ */
+export async function queueSend(em: EntityManager, ctx: SendContext, req: SendRequest): Promise<QueuedEmail[]> {
+  const { plan, recipients, attachments } = await planSend(em, ctx, req);
+  if (attachments.length) plan.attachmentSetId = await createAttachmentSet(em, ctx.projectId, attachments);
   const prepared: PreparedEmail[] = [];
-  for (const recipient of (Array.isArray(req.to) ? req.to : [req.to]).map(mailbox)) {
-    const data = recipient.name ? { ...req.data, name: recipient.name } : req.data;
-    const up = await upsertContact(em, ctx.projectId, { email: recipient.email, subscribed: req.subscribed, data }, {
+  for (const recipient of recipients) {
+    const up = await upsertContact(em, ctx.projectId, { email: recipient.email, subscribed: req.subscribed, data: recipientData(req, recipient) }, {
       subscribedWhenNew: false,
     });
     await recordSubscriptionChange(em, ctx.projectId, up.contact.id, up.previousSubscribed, up.contact.subscribed);
@@ -102,4 +115,39 @@ export async function queueSend(em: EntityManager, ctx: SendContext, req: SendRe
   // caller wakes the delivery engine once it has committed.
   const written = await writeEmails(em, prepared, 'refuse', 'caller');
   return prepared.map((p, i) => ({ contact: { id: p.contactId!, email: p.toEmail }, email: written[i]!.id }));
+}
+
+/**
+ * The common /v1/send (one recipient, no attachments, no monthly cap on transactional mail)
+ * without a transaction: what queueSend writes, in one statement (with the API key's lookup, 3
+ * round trips one after another where the transaction took 6: docs/performance.md). The contact
+ * is read beside the plan and rendered as the upsert will leave it; the statement upserts it,
+ * records a subscription change and writes the email, which it skips if the upsert kept another
+ * id than the one rendered (the address was created meanwhile). Undefined when this path does not
+ * apply or lost that race: then the caller runs queueSend in a transaction, which repeats the
+ * upsert harmlessly.
+ */
+export async function queueSendOne(em: EntityManager, ctx: SendContext, req: SendRequest): Promise<QueuedEmail[] | undefined> {
+  if (Array.isArray(req.to) && req.to.length !== 1) return undefined;
+  if (req.attachments?.length) return undefined;
+  const recipient = mailbox(Array.isArray(req.to) ? req.to[0]! : req.to);
+  const [{ plan }, existing] = await Promise.all([planSend(em, ctx, req), findContactByEmail(em, ctx.projectId, recipient.email)]);
+  if (plan.checkCap) return undefined;
+  const up = upsertContactCtes(ctx.projectId, { email: recipient.email, subscribed: req.subscribed, data: recipientData(req, recipient) }, {
+    subscribedWhenNew: false,
+  });
+  const data: Record<string, JsonValue> = { ...existing?.data, ...up.patch.set };
+  for (const key of up.patch.remove) delete data[key];
+  const contact: ContactDto = {
+    id: existing?.id ?? up.newId,
+    email: normalizeEmail(recipient.email),
+    subscribed: req.subscribed ?? existing?.subscribed ?? false,
+    data,
+    createdAt: existing?.createdAt ?? new Date().toISOString(),
+    updatedAt: new Date().toISOString(),
+  };
+  const email = prepareEmail(plan, contact, { extra: up.patch.transient, toName: recipient.name ?? null });
+  const changed = subscriptionChangeCte(ctx.projectId);
+  const written = await writeEmailWithContact(em, { sql: up.sql + changed.sql, params: [...up.params, ...changed.params] }, email);
+  return written ? [{ contact: { id: contact.id, email: contact.email }, email: email.id }] : undefined;
 }

@@ -99,6 +99,45 @@ test('adding the same addresses to a static segment, creating the missing contac
   expect(await count('contacts where project_id = ? and email = ?', [project.id, 'brand-new-member@example.com'])).toBe(1);
 });
 
+test('sending to a new address many times at once: every answer 200, one contact, each email rendered for it', async () => {
+  const keys = await generateDkimKeyPair();
+  await query(
+    env.orm.em.fork(),
+    `insert into domains (id, project_id, domain, status, dkim_selector, dkim_private_key, dkim_public_key, verified_at)
+     values (?, ?, 'send.race.test', 'verified', ?, ?, ?, now())`,
+    [newId('dom'), project.id, keys.selector, keys.privateKeyPem, keys.publicKeyBase64],
+  );
+  // One recipient and no Idempotency-Key: the way without a transaction, whose email must not be
+  // written for a contact id that lost the race to create the address (db/messages/send.ts queueSendOne).
+  const responses = await Promise.all(
+    Array.from({ length: BURST }, (_, i) =>
+      env
+        .http()
+        .post('/v1/send')
+        .set(bearer(project.secretKey))
+        .send({ to: 'Send-Racer@example.com', from: 'me@send.race.test', subject: `Hi ${i}`, body: '<p>contact {{id}}</p>', data: { n: i } }),
+    ),
+  );
+  expect(responses.map((r) => r.status)).toEqual(Array(BURST).fill(200));
+  const contacts = await query<{ id: string }>(env.orm.em.fork(), 'select id from contacts where project_id = ? and email = ?', [
+    project.id,
+    'send-racer@example.com',
+  ]);
+  expect(contacts).toHaveLength(1);
+  const emails = await query<{ id: string; contact_id: string; body: string }>(
+    env.orm.em.fork(),
+    'select id, contact_id, body from emails where project_id = ? and to_email = ?',
+    [project.id, 'send-racer@example.com'],
+  );
+  expect(emails).toHaveLength(BURST);
+  expect(new Set(emails.map((e) => e.id))).toEqual(new Set(responses.map((r) => r.body.data.emails[0].email)));
+  for (const e of emails) {
+    expect(e.contact_id).toBe(contacts[0]!.id);
+    expect(e.body).toContain(`contact ${contacts[0]!.id}`);
+  }
+  expect(responses.every((r) => r.body.data.emails[0].contact.id === contacts[0]!.id)).toBe(true);
+});
+
 test('sending one campaign: one 200, the rest 409 CAMPAIGN_NOT_DRAFT, its workflow started once', async () => {
   const keys = await generateDkimKeyPair();
   await query(
