@@ -10,4 +10,6 @@ export const PATCHES = {
   journeySendViaEngine: 'journey-send-via-engine',
   /** The delivery engine opens a breaker (a timer, then probes) when the relay is unreachable, instead of full rounds (2026-11-26). */
   relayBreaker: 'delivery-engine-relay-breaker',
+  /** A journey records a step's end and the next step's start (or its own end) in one local activity (2026-11-27). */
+  journeyStepTransitions: 'journey-step-transitions',
 } as const;

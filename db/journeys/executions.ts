@@ -143,75 +143,97 @@ export async function activeExecutionIdsOfJourney(em: EntityManager, projectId: 
   return rows.map((r) => r.id);
 }
 
-/** A step begins: the execution shows it as current (WAITING while a timer or an event holds it). */
-export async function recordStepStarted(
-  em: EntityManager,
-  input: { executionId: string; seq: number; stepId: string; stepType: string; waiting: boolean; waitingForEvent: string | null },
-): Promise<void> {
-  await transaction(em, async (tx) => {
-    await query(
-      tx,
-      `update workflow_executions set current_step_id = ?, status = ?, waiting_for_event = ?, updated_at = now()
-       where id = ? and status in ('RUNNING','WAITING')`,
-      [input.stepId, input.waiting ? 'WAITING' : 'RUNNING', input.waitingForEvent, input.executionId],
-    );
-    await query(
-      tx,
-      `insert into execution_steps (execution_id, seq, step_id, step_type, status) values (?, ?, ?, ?, 'RUNNING')
-       on conflict (execution_id, seq) do nothing`,
-      [input.executionId, input.seq, input.stepId, input.stepType],
-    );
-  });
+export interface StepStart {
+  executionId: string;
+  seq: number;
+  stepId: string;
+  stepType: string;
+  waiting: boolean;
+  waitingForEvent: string | null;
 }
 
-export async function recordStepFinished(
-  em: EntityManager,
-  input: {
-    executionId: string;
-    seq: number;
-    status: 'COMPLETED' | 'FAILED' | 'CANCELLED';
-    branch?: string | null;
-    output?: JsonValue;
-    error?: string;
-    context?: Record<string, JsonValue>;
-  },
-): Promise<void> {
-  await transaction(em, async (tx) => {
-    await query(
-      tx,
-      `update execution_steps set status = ?, branch = ?, output = ?::jsonb, error = ?, finished_at = now()
-       where execution_id = ? and seq = ? and status = 'RUNNING'`,
-      [input.status, input.branch ?? null, JSON.stringify(input.output ?? null), input.error ?? null, input.executionId, input.seq],
-    );
-    await query(
-      tx,
-      `update workflow_executions set status = case when status = 'WAITING' then 'RUNNING' else status end,
-         waiting_for_event = null, context = coalesce(?::jsonb, context), updated_at = now()
-       where id = ? and status in ('RUNNING','WAITING')`,
-      [input.context === undefined ? null : JSON.stringify(input.context), input.executionId],
-    );
-  });
+export interface StepFinish {
+  executionId: string;
+  seq: number;
+  status: 'COMPLETED' | 'FAILED' | 'CANCELLED';
+  branch?: string | null;
+  output?: JsonValue;
+  error?: string;
+  context?: Record<string, JsonValue>;
+}
+
+export interface ExecutionFinish {
+  executionId: string;
+  status: Exclude<ExecutionStatus, 'RUNNING' | 'WAITING'>;
+  exitReason?: string;
+  error?: string;
+}
+
+/** A step begins: the execution shows it as current (WAITING while a timer or an event holds it). */
+async function stepStarted(tx: EntityManager, input: StepStart): Promise<void> {
+  await query(
+    tx,
+    `update workflow_executions set current_step_id = ?, status = ?, waiting_for_event = ?, updated_at = now()
+     where id = ? and status in ('RUNNING','WAITING')`,
+    [input.stepId, input.waiting ? 'WAITING' : 'RUNNING', input.waitingForEvent, input.executionId],
+  );
+  await query(
+    tx,
+    `insert into execution_steps (execution_id, seq, step_id, step_type, status) values (?, ?, ?, ?, 'RUNNING')
+     on conflict (execution_id, seq) do nothing`,
+    [input.executionId, input.seq, input.stepId, input.stepType],
+  );
+}
+
+async function stepFinished(tx: EntityManager, input: StepFinish): Promise<void> {
+  await query(
+    tx,
+    `update execution_steps set status = ?, branch = ?, output = ?::jsonb, error = ?, finished_at = now()
+     where execution_id = ? and seq = ? and status = 'RUNNING'`,
+    [input.status, input.branch ?? null, JSON.stringify(input.output ?? null), input.error ?? null, input.executionId, input.seq],
+  );
+  await query(
+    tx,
+    `update workflow_executions set status = case when status = 'WAITING' then 'RUNNING' else status end,
+       waiting_for_event = null, context = coalesce(?::jsonb, context), updated_at = now()
+     where id = ? and status in ('RUNNING','WAITING')`,
+    [input.context === undefined ? null : JSON.stringify(input.context), input.executionId],
+  );
 }
 
 /** The final status; a step still marked RUNNING ends with it (a cancelled wait, a failed call). */
-export async function finishExecution(
+async function executionFinished(tx: EntityManager, input: ExecutionFinish): Promise<void> {
+  await query(
+    tx,
+    `update workflow_executions set status = ?, exit_reason = ?, error = ?, waiting_for_event = null,
+       finished_at = now(), updated_at = now()
+     where id = ? and status in ('RUNNING','WAITING')`,
+    [input.status, input.exitReason ?? null, input.error ?? null, input.executionId],
+  );
+  const stepStatus = input.status === 'CANCELLED' ? 'CANCELLED' : 'FAILED';
+  await query(
+    tx,
+    `update execution_steps set status = ?, error = ?, finished_at = now() where execution_id = ? and status = 'RUNNING'`,
+    [stepStatus, input.error ?? null, input.executionId],
+  );
+}
+
+export const recordStepStarted = (em: EntityManager, input: StepStart) => transaction(em, (tx) => stepStarted(tx, input));
+export const recordStepFinished = (em: EntityManager, input: StepFinish) => transaction(em, (tx) => stepFinished(tx, input));
+export const finishExecution = (em: EntityManager, input: ExecutionFinish) => transaction(em, (tx) => executionFinished(tx, input));
+
+/**
+ * A step ends and, in the same transaction, the next one begins or the execution ends: one
+ * activity between two steps where there were two (the journey workflow, PATCHES.journeyStepTransitions).
+ */
+export function recordStepTransition(
   em: EntityManager,
-  input: { executionId: string; status: Exclude<ExecutionStatus, 'RUNNING' | 'WAITING'>; exitReason?: string; error?: string },
+  input: { finished: StepFinish; next: { start: StepStart } | { finish: ExecutionFinish } },
 ): Promise<void> {
-  await transaction(em, async (tx) => {
-    await query(
-      tx,
-      `update workflow_executions set status = ?, exit_reason = ?, error = ?, waiting_for_event = null,
-         finished_at = now(), updated_at = now()
-       where id = ? and status in ('RUNNING','WAITING')`,
-      [input.status, input.exitReason ?? null, input.error ?? null, input.executionId],
-    );
-    const stepStatus = input.status === 'CANCELLED' ? 'CANCELLED' : 'FAILED';
-    await query(
-      tx,
-      `update execution_steps set status = ?, error = ?, finished_at = now() where execution_id = ? and status = 'RUNNING'`,
-      [stepStatus, input.error ?? null, input.executionId],
-    );
+  return transaction(em, async (tx) => {
+    await stepFinished(tx, input.finished);
+    if ('start' in input.next) await stepStarted(tx, input.next.start);
+    else await executionFinished(tx, input.next.finish);
   });
 }
 

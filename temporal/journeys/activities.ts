@@ -4,7 +4,7 @@ import { OVER_LIMIT_ERROR } from '../../db/billing/allowance';
 import { getContact, updateContact } from '../../db/contacts/contacts';
 import type { JsonValue } from '../../db/entities/contact';
 import { recordSubscriptionChange } from '../../db/events/events';
-import { finishExecution, recordStepFinished, recordStepStarted } from '../../db/journeys/executions';
+import { finishExecution, recordStepFinished, recordStepStarted, recordStepTransition } from '../../db/journeys/executions';
 import type { Orm } from '../../db/orm';
 import { planEmails, prepareEmail, writeEmails } from '../../db/messages/prepare';
 import { linkSigningSecret } from '../../db/projects/secrets';
@@ -21,6 +21,7 @@ export function createJourneyActivities({ orm, config }: { orm: Orm; config: Con
     recordStepStarted: (input: Parameters<typeof recordStepStarted>[1]) => recordStepStarted(orm.em.fork(), input),
     recordStepFinished: (input: Parameters<typeof recordStepFinished>[1]) => recordStepFinished(orm.em.fork(), input),
     finishExecution: (input: Parameters<typeof finishExecution>[1]) => finishExecution(orm.em.fork(), input),
+    recordStepTransition: (input: Parameters<typeof recordStepTransition>[1]) => recordStepTransition(orm.em.fork(), input),
 
     /**
      * Renders the template for the contact and writes the email row once per (execution, step),

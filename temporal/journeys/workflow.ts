@@ -1,7 +1,10 @@
-import { CancellationScope, isCancellation, setHandler, TemporalFailure, upsertSearchAttributes } from '@temporalio/workflow';
+import { CancellationScope, isCancellation, patched, setHandler, TemporalFailure, upsertSearchAttributes } from '@temporalio/workflow';
+import type { JsonValue } from '../../db/entities/contact';
+import type { StepStart } from '../../db/journeys/executions';
 import type { Branch, GraphStep, JourneyGraph, UserStepType } from '../../db/journeys/steps';
 import { type TrackedEventMessage, trackedEventSignal } from '../signals';
 import { CurrentStepKey, WaitingForEventKey } from '../search-attributes';
+import { PATCHES } from '../patches';
 import { journeyActivities } from './steps/proxies';
 import { stepHandlers, WAITING_STEPS } from './steps';
 import type { JourneyInput, StepContext, StepOutcome } from './steps/types';
@@ -14,56 +17,46 @@ function nextStepId(graph: JourneyGraph, from: string, branch: Branch | undefine
   return (out.find((t) => branch !== undefined && t.branch === branch) ?? out.find((t) => t.branch === null))?.to;
 }
 
-function runStep(step: Exclude<GraphStep, { type: 'TRIGGER' }>, ctx: StepContext): Promise<StepOutcome> {
+type RunnableStep = Exclude<GraphStep, { type: 'TRIGGER' }>;
+
+function runStep(step: RunnableStep, ctx: StepContext): Promise<StepOutcome> {
   const handler = stepHandlers[step.type] as (config: unknown, ctx: StepContext) => Promise<StepOutcome>;
   return handler(step.config, ctx);
+}
+
+/** The step the graph names, checked runnable, with what its start records. */
+function stepAt(input: JourneyInput, stepId: string, seq: number): { step: RunnableStep; start: StepStart } {
+  const step = input.graph.steps[stepId];
+  if (!step || step.type === 'TRIGGER') throw new Error(`Step ${stepId} is not a runnable step of this graph`);
+  const waitingForEvent = step.type === 'WAIT_FOR_EVENT' ? step.config.eventName : null;
+  return {
+    step,
+    start: { executionId: input.executionId, seq, stepId, stepType: step.type, waiting: WAITING_STEPS.has(step.type as UserStepType), waitingForEvent },
+  };
+}
+
+/** Where the Web UI shows an execution: the current step's type, and the event it waits for. */
+function showCurrentStep(start: StepStart): void {
+  upsertSearchAttributes([
+    { key: CurrentStepKey, value: start.stepType },
+    { key: WaitingForEventKey, value: start.waitingForEvent },
+  ]);
 }
 
 /**
  * One execution of a workflow for one contact. It walks the graph it was started with (so edits
  * never reach it), one handler per step type, and keeps its status and step history in Postgres
- * through activities, so the API can list executions without asking Temporal.
+ * through local activities, so the API can list executions without asking Temporal: the first
+ * step's start, then one transition per step (its end, and the next step's start or the
+ * execution's end).
  */
 export async function journey(input: JourneyInput): Promise<void> {
   const events: TrackedEventMessage[] = [];
   setHandler(trackedEventSignal, (event) => void events.push(event));
   const context = { ...input.context };
-  let seq = 0;
   try {
-    let stepId = nextStepId(input.graph, input.graph.entryStepId, undefined);
-    while (stepId !== undefined) {
-      const step = input.graph.steps[stepId];
-      if (!step || step.type === 'TRIGGER') throw new Error(`Step ${stepId} is not a runnable step of this graph`);
-      seq += 1;
-      const waitingFor = step.type === 'WAIT_FOR_EVENT' ? step.config.eventName : null;
-      upsertSearchAttributes([
-        { key: CurrentStepKey, value: step.type },
-        { key: WaitingForEventKey, value: waitingFor },
-      ]);
-      await journeyActivities.recordStepStarted({
-        executionId: input.executionId,
-        seq,
-        stepId,
-        stepType: step.type,
-        waiting: WAITING_STEPS.has(step.type as UserStepType),
-        waitingForEvent: waitingFor,
-      });
-      const outcome = await runStep(step, { input, stepId, seq, context, events });
-      await journeyActivities.recordStepFinished({
-        executionId: input.executionId,
-        seq,
-        status: 'COMPLETED',
-        branch: outcome.branch ?? null,
-        output: outcome.output,
-        context,
-      });
-      if (outcome.exit !== undefined) {
-        await journeyActivities.finishExecution({ executionId: input.executionId, status: 'EXITED', exitReason: outcome.exit });
-        return;
-      }
-      stepId = nextStepId(input.graph, stepId, outcome.branch);
-    }
-    await journeyActivities.finishExecution({ executionId: input.executionId, status: 'COMPLETED' });
+    if (patched(PATCHES.journeyStepTransitions)) await walk(input, context, events);
+    else await walkStepByStep(input, context, events);
   } catch (err) {
     // The final status is written even though the workflow is being cancelled; nothing else runs.
     const cancelled = isCancellation(err);
@@ -81,6 +74,59 @@ export async function journey(input: JourneyInput): Promise<void> {
       { key: WaitingForEventKey, value: null },
     ]);
   }
+}
+
+async function walk(input: JourneyInput, context: Record<string, JsonValue>, events: TrackedEventMessage[]): Promise<void> {
+  const firstId = nextStepId(input.graph, input.graph.entryStepId, undefined);
+  if (firstId === undefined) {
+    await journeyActivities.finishExecution({ executionId: input.executionId, status: 'COMPLETED' });
+    return;
+  }
+  let current = stepAt(input, firstId, 1);
+  showCurrentStep(current.start);
+  await journeyActivities.recordStepStarted(current.start);
+  for (;;) {
+    const { stepId, seq } = current.start;
+    const outcome = await runStep(current.step, { input, stepId, seq, context, events });
+    const finished = { executionId: input.executionId, seq, status: 'COMPLETED' as const, branch: outcome.branch ?? null, output: outcome.output, context };
+    const nextId = outcome.exit === undefined ? nextStepId(input.graph, stepId, outcome.branch) : undefined;
+    if (nextId === undefined) {
+      const finish = outcome.exit === undefined ? { status: 'COMPLETED' as const } : { status: 'EXITED' as const, exitReason: outcome.exit };
+      await journeyActivities.recordStepTransition({ finished, next: { finish: { executionId: input.executionId, ...finish } } });
+      return;
+    }
+    const next = stepAt(input, nextId, seq + 1);
+    showCurrentStep(next.start);
+    await journeyActivities.recordStepTransition({ finished, next: { start: next.start } });
+    current = next;
+  }
+}
+
+/** The walk of executions started before PATCHES.journeyStepTransitions: two activities per step, and one at the end. */
+async function walkStepByStep(input: JourneyInput, context: Record<string, JsonValue>, events: TrackedEventMessage[]): Promise<void> {
+  let seq = 0;
+  let stepId = nextStepId(input.graph, input.graph.entryStepId, undefined);
+  while (stepId !== undefined) {
+    seq += 1;
+    const { step, start } = stepAt(input, stepId, seq);
+    showCurrentStep(start);
+    await journeyActivities.recordStepStarted(start);
+    const outcome = await runStep(step, { input, stepId, seq, context, events });
+    await journeyActivities.recordStepFinished({
+      executionId: input.executionId,
+      seq,
+      status: 'COMPLETED',
+      branch: outcome.branch ?? null,
+      output: outcome.output,
+      context,
+    });
+    if (outcome.exit !== undefined) {
+      await journeyActivities.finishExecution({ executionId: input.executionId, status: 'EXITED', exitReason: outcome.exit });
+      return;
+    }
+    stepId = nextStepId(input.graph, stepId, outcome.branch);
+  }
+  await journeyActivities.finishExecution({ executionId: input.executionId, status: 'COMPLETED' });
 }
 
 /** A failed activity arrives wrapped ("Activity task failed"); the reason is at the end of the cause chain. */

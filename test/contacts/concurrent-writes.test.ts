@@ -32,6 +32,16 @@ async function burst(send: () => PromiseLike<{ status: number }>): Promise<numbe
   return results.map((r) => r.status).sort();
 }
 
+async function addVerifiedDomain(domain: string): Promise<void> {
+  const keys = await generateDkimKeyPair();
+  await query(
+    env.orm.em.fork(),
+    `insert into domains (id, project_id, domain, status, dkim_selector, dkim_private_key, dkim_public_key, verified_at)
+     values (?, ?, ?, 'verified', ?, ?, ?, now())`,
+    [newId('dom'), project.id, domain, keys.selector, keys.privateKeyPem, keys.publicKeyBase64],
+  );
+}
+
 const count = async (sql: string, params: unknown[]) =>
   Number((await query<{ n: string }>(env.orm.em.fork(), `select count(*) as n from ${sql}`, params))[0]!.n);
 
@@ -100,13 +110,7 @@ test('adding the same addresses to a static segment, creating the missing contac
 });
 
 test('sending to a new address many times at once: every answer 200, one contact, each email rendered for it', async () => {
-  const keys = await generateDkimKeyPair();
-  await query(
-    env.orm.em.fork(),
-    `insert into domains (id, project_id, domain, status, dkim_selector, dkim_private_key, dkim_public_key, verified_at)
-     values (?, ?, 'send.race.test', 'verified', ?, ?, ?, now())`,
-    [newId('dom'), project.id, keys.selector, keys.privateKeyPem, keys.publicKeyBase64],
-  );
+  await addVerifiedDomain('send.race.test');
   // One recipient and no Idempotency-Key: the way without a transaction, whose email must not be
   // written for a contact id that lost the race to create the address (db/messages/send.ts queueSendOne).
   const responses = await Promise.all(
@@ -139,13 +143,7 @@ test('sending to a new address many times at once: every answer 200, one contact
 });
 
 test('sending one campaign: one 200, the rest 409 CAMPAIGN_NOT_DRAFT, its workflow started once', async () => {
-  const keys = await generateDkimKeyPair();
-  await query(
-    env.orm.em.fork(),
-    `insert into domains (id, project_id, domain, status, dkim_selector, dkim_private_key, dkim_public_key, verified_at)
-     values (?, ?, 'news.race.test', 'verified', ?, ?, ?, now())`,
-    [newId('dom'), project.id, keys.selector, keys.privateKeyPem, keys.publicKeyBase64],
-  );
+  await addVerifiedDomain('news.race.test');
   const campaign = await env
     .http()
     .post('/campaigns')
