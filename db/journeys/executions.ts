@@ -87,11 +87,24 @@ export interface ExecutionClaim {
   executionId?: string;
 }
 
-export async function claimExecution(em: EntityManager, input: ExecutionClaim): Promise<string | null> {
+/**
+ * The entry (the re-entry rule) and the execution row, and with them the first step's start when
+ * it is given: null when the contact may not enter. A claim found again (the same execution id)
+ * says whether its first step's start is recorded.
+ */
+export async function claimExecution(
+  em: EntityManager,
+  input: ExecutionClaim,
+  firstStep?: Omit<StepStart, 'executionId'>,
+): Promise<{ id: string; firstStepRecorded: boolean } | null> {
   return transaction(em, async (tx) => {
     if (input.executionId) {
-      const mine = await queryOne(tx, 'select 1 from workflow_executions where id = ?', [input.executionId]);
-      if (mine) return input.executionId;
+      const mine = await queryOne<{ recorded: boolean }>(
+        tx,
+        'select exists (select 1 from execution_steps where execution_id = e.id and seq = 1) as recorded from workflow_executions e where e.id = ?',
+        [input.executionId],
+      );
+      if (mine) return { id: input.executionId, firstStepRecorded: mine.recorded };
     }
     if (!input.allowReentry) {
       const entered = await queryOne(
@@ -107,7 +120,9 @@ export async function claimExecution(em: EntityManager, input: ExecutionClaim): 
        on conflict (workflow_id, contact_id) where status in ('RUNNING','WAITING') do nothing returning id`,
       [input.executionId ?? newId('exe'), input.projectId, input.journeyId, input.contactId, JSON.stringify(input.context)],
     );
-    return row?.id ?? null;
+    if (!row) return null;
+    if (firstStep) await stepStarted(tx, { ...firstStep, executionId: row.id });
+    return { id: row.id, firstStepRecorded: !!firstStep };
   });
 }
 

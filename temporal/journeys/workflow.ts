@@ -1,38 +1,19 @@
 import { CancellationScope, isCancellation, patched, setHandler, TemporalFailure, upsertSearchAttributes } from '@temporalio/workflow';
 import type { JsonValue } from '../../db/entities/contact';
 import type { StepStart } from '../../db/journeys/executions';
-import type { Branch, GraphStep, JourneyGraph, UserStepType } from '../../db/journeys/steps';
 import { type TrackedEventMessage, trackedEventSignal } from '../signals';
 import { CurrentStepKey, WaitingForEventKey } from '../search-attributes';
 import { PATCHES } from '../patches';
 import { journeyActivities } from './steps/proxies';
-import { stepHandlers, WAITING_STEPS } from './steps';
+import { nextStepId, type RunnableStep, stepAt } from './graph-walk';
+import { stepHandlers } from './steps';
 import type { JourneyInput, StepContext, StepOutcome } from './steps/types';
 
 export type { JourneyInput } from './steps/types';
 
-/** The transition to follow: the one labelled with the outcome's branch, else the unlabelled one. */
-function nextStepId(graph: JourneyGraph, from: string, branch: Branch | undefined): string | undefined {
-  const out = graph.transitions.filter((t) => t.from === from);
-  return (out.find((t) => branch !== undefined && t.branch === branch) ?? out.find((t) => t.branch === null))?.to;
-}
-
-type RunnableStep = Exclude<GraphStep, { type: 'TRIGGER' }>;
-
 function runStep(step: RunnableStep, ctx: StepContext): Promise<StepOutcome> {
   const handler = stepHandlers[step.type] as (config: unknown, ctx: StepContext) => Promise<StepOutcome>;
   return handler(step.config, ctx);
-}
-
-/** The step the graph names, checked runnable, with what its start records. */
-function stepAt(input: JourneyInput, stepId: string, seq: number): { step: RunnableStep; start: StepStart } {
-  const step = input.graph.steps[stepId];
-  if (!step || step.type === 'TRIGGER') throw new Error(`Step ${stepId} is not a runnable step of this graph`);
-  const waitingForEvent = step.type === 'WAIT_FOR_EVENT' ? step.config.eventName : null;
-  return {
-    step,
-    start: { executionId: input.executionId, seq, stepId, stepType: step.type, waiting: WAITING_STEPS.has(step.type as UserStepType), waitingForEvent },
-  };
 }
 
 /** Where the Web UI shows an execution: the current step's type, and the event it waits for. */
@@ -47,8 +28,8 @@ function showCurrentStep(start: StepStart): void {
  * One execution of a workflow for one contact. It walks the graph it was started with (so edits
  * never reach it), one handler per step type, and keeps its status and step history in Postgres
  * through local activities, so the API can list executions without asking Temporal: the first
- * step's start, then one transition per step (its end, and the next step's start or the
- * execution's end).
+ * step's start (unless the dispatcher recorded it), then one transition per step (its end, and
+ * the next step's start or the execution's end).
  */
 export async function journey(input: JourneyInput): Promise<void> {
   const events: TrackedEventMessage[] = [];
@@ -82,9 +63,10 @@ async function walk(input: JourneyInput, context: Record<string, JsonValue>, eve
     await journeyActivities.finishExecution({ executionId: input.executionId, status: 'COMPLETED' });
     return;
   }
-  let current = stepAt(input, firstId, 1);
+  let current = stepAt(input.graph, input.executionId, firstId, 1);
   showCurrentStep(current.start);
-  await journeyActivities.recordStepStarted(current.start);
+  // The dispatcher records it with its claim (temporal/triggers/dispatch.ts), and says so.
+  if (!input.firstStepRecorded) await journeyActivities.recordStepStarted(current.start);
   for (;;) {
     const { stepId, seq } = current.start;
     const outcome = await runStep(current.step, { input, stepId, seq, context, events });
@@ -95,7 +77,7 @@ async function walk(input: JourneyInput, context: Record<string, JsonValue>, eve
       await journeyActivities.recordStepTransition({ finished, next: { finish: { executionId: input.executionId, ...finish } } });
       return;
     }
-    const next = stepAt(input, nextId, seq + 1);
+    const next = stepAt(input.graph, input.executionId, nextId, seq + 1);
     showCurrentStep(next.start);
     await journeyActivities.recordStepTransition({ finished, next: { start: next.start } });
     current = next;
@@ -108,7 +90,7 @@ async function walkStepByStep(input: JourneyInput, context: Record<string, JsonV
   let stepId = nextStepId(input.graph, input.graph.entryStepId, undefined);
   while (stepId !== undefined) {
     seq += 1;
-    const { step, start } = stepAt(input, stepId, seq);
+    const { step, start } = stepAt(input.graph, input.executionId, stepId, seq);
     showCurrentStep(start);
     await journeyActivities.recordStepStarted(start);
     const outcome = await runStep(step, { input, stepId, seq, context, events });

@@ -6,6 +6,7 @@ import { queryOne } from '../../db/sql';
 import { executionIdFor } from '../../db/events/trigger-outbox';
 import { loadGraph } from '../../db/journeys/stored-graph';
 import type { TemporalGateway } from '../client';
+import { firstStepStart } from '../journeys/graph-walk';
 import { signalTrackedEvent, startJourney } from '../journeys/lifecycle';
 
 export interface TriggerDeps {
@@ -52,17 +53,16 @@ export function journeyLookups(em: EntityManager): JourneyLookups {
  * claim is undone and the error goes back to the user.
  */
 export async function startExecution(deps: TriggerDeps, input: ExecutionClaim): Promise<string | null> {
-  const executionId = await claimExecution(deps.em, input);
-  if (!executionId) return null;
+  // The graph first: the claim records the first step's start with it, one activity fewer in the workflow.
+  const graph = await (deps.lookups ? deps.lookups.graph(input.journeyId) : loadGraph(deps.em, input.journeyId));
+  const claim = await claimExecution(deps.em, input, firstStepStart(graph));
+  if (!claim) return null;
   try {
-    const [graph, names] = await Promise.all([
-      deps.lookups ? deps.lookups.graph(input.journeyId) : loadGraph(deps.em, input.journeyId),
-      journeyNames(deps.em, input.journeyId, input.contactId),
-    ]);
+    const names = await journeyNames(deps.em, input.journeyId, input.contactId);
     await startJourney(
       deps.temporal,
       {
-        executionId,
+        executionId: claim.id,
         projectId: input.projectId,
         workflowId: input.journeyId,
         contactId: input.contactId,
@@ -70,12 +70,13 @@ export async function startExecution(deps: TriggerDeps, input: ExecutionClaim): 
         context: input.context,
         timeScale: deps.config.journeyTimeScale,
         maxRetryIntervalSeconds: deps.config.sendRetryMaxIntervalSeconds,
+        firstStepRecorded: claim.firstStepRecorded,
       },
       names,
     );
-    return executionId;
+    return claim.id;
   } catch (err) {
-    if (!input.executionId) await releaseExecution(deps.em, executionId, input);
+    if (!input.executionId) await releaseExecution(deps.em, claim.id, input);
     throw err;
   }
 }

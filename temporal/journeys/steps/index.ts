@@ -19,5 +19,3 @@ export const stepHandlers: { [K in UserStepType]: StepHandler<K> } = {
   EXIT: exitStep,
 };
 
-/** Steps that hold an execution in WAITING while they run. */
-export const WAITING_STEPS: ReadonlySet<UserStepType> = new Set(['DELAY', 'WAIT_FOR_EVENT']);

@@ -16,6 +16,8 @@ export interface JourneyInput {
    * when it started); executions started before it was passed use 300 s.
    */
   maxRetryIntervalSeconds?: number;
+  /** The first step's start is in Postgres already (written with the claim); absent in executions started before. */
+  firstStepRecorded?: boolean;
 }
 
 /** What a step handler sees: the execution, its context (mutable) and the events signalled so far. */
