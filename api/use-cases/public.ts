@@ -39,10 +39,11 @@ export async function sendTransactional(
     const outbox = deps.config.outbox ? { outbox: outboxNotice(deps.config.publicUrl) } : {};
     return { status: 200, body: { success: true, data: { emails, timestamp: new Date().toISOString(), ...outbox } } };
   };
-  const one = idempotencyKey === undefined ? await queueSendOne(em, ctx, body) : undefined;
-  const result = one
-    ? { ...answer(one), replayed: false }
-    : await idempotent(em, projectId, 'send', idempotencyKey, body, async (tx) => answer(await queueSend(tx, ctx, body)));
+  const one = idempotencyKey === undefined ? await queueSendOne(em, ctx, body) : {};
+  const result =
+    'emails' in one
+      ? { ...answer(one.emails), replayed: false }
+      : await idempotent(em, projectId, 'send', idempotencyKey, body, async (tx) => answer(await queueSend(tx, ctx, body, one.planned)));
   if (!result.replayed) deps.wakeups.emails(deps.config.temporal.taskQueue);
   return result;
 }

@@ -48,7 +48,7 @@ export interface SendContext {
 
 const mailbox = (m: Mailbox) => (typeof m === 'string' ? { email: m, name: undefined } : m);
 
-interface SendPlan {
+export interface SendPlan {
   plan: EmailPlan;
   recipients: { email: string; name?: string }[];
   attachments: AttachmentFile[];
@@ -100,8 +100,8 @@ const recipientData = (req: SendRequest, recipient: { name?: string }) => (recip
  * caller wakes it after the commit (deps.wakeups). Over the project's monthly transactional cap the
  * whole request is refused (402) and rolls back.
  */
-export async function queueSend(em: EntityManager, ctx: SendContext, req: SendRequest): Promise<QueuedEmail[]> {
-  const { plan, recipients, attachments } = await planSend(em, ctx, req);
+export async function queueSend(em: EntityManager, ctx: SendContext, req: SendRequest, planned?: SendPlan): Promise<QueuedEmail[]> {
+  const { plan, recipients, attachments } = planned ?? (await planSend(em, ctx, req));
   if (attachments.length) plan.attachmentSetId = await createAttachmentSet(em, ctx.projectId, attachments);
   const prepared: PreparedEmail[] = [];
   for (const recipient of recipients) {
@@ -127,12 +127,17 @@ export async function queueSend(em: EntityManager, ctx: SendContext, req: SendRe
  * apply or lost that race: then the caller runs queueSend in a transaction, which repeats the
  * upsert harmlessly.
  */
-export async function queueSendOne(em: EntityManager, ctx: SendContext, req: SendRequest): Promise<QueuedEmail[] | undefined> {
-  if (Array.isArray(req.to) && req.to.length !== 1) return undefined;
-  if (req.attachments?.length) return undefined;
+export async function queueSendOne(
+  em: EntityManager,
+  ctx: SendContext,
+  req: SendRequest,
+): Promise<{ emails: QueuedEmail[] } | { planned?: SendPlan }> {
+  if (Array.isArray(req.to) && req.to.length !== 1) return {};
+  if (req.attachments?.length) return {};
   const recipient = mailbox(Array.isArray(req.to) ? req.to[0]! : req.to);
-  const [{ plan }, existing] = await Promise.all([planSend(em, ctx, req), findContactByEmail(em, ctx.projectId, recipient.email)]);
-  if (plan.checkCap) return undefined;
+  const [planned, existing] = await Promise.all([planSend(em, ctx, req), findContactByEmail(em, ctx.projectId, recipient.email)]);
+  const { plan } = planned;
+  if (plan.checkCap) return { planned };
   const up = upsertContactCtes(ctx.projectId, { email: recipient.email, subscribed: req.subscribed, data: recipientData(req, recipient) }, {
     subscribedWhenNew: false,
   });
@@ -149,5 +154,5 @@ export async function queueSendOne(em: EntityManager, ctx: SendContext, req: Sen
   const email = prepareEmail(plan, contact, { extra: up.patch.transient, toName: recipient.name ?? null });
   const changed = subscriptionChangeCte(ctx.projectId);
   const written = await writeEmailWithContact(em, { sql: up.sql + changed.sql, params: [...up.params, ...changed.params] }, email);
-  return written ? [{ contact: { id: contact.id, email: contact.email }, email: email.id }] : undefined;
+  return written ? { emails: [{ contact: { id: contact.id, email: contact.email }, email: email.id }] } : { planned };
 }

@@ -18,10 +18,15 @@ export function nextStepId(graph: JourneyGraph, from: string, branch: Branch | u
   return (out.find((t) => branch !== undefined && t.branch === branch) ?? out.find((t) => t.branch === null))?.to;
 }
 
+function runnable(graph: JourneyGraph, stepId: string): RunnableStep | undefined {
+  const step = graph.steps[stepId];
+  return step && step.type !== 'TRIGGER' ? step : undefined;
+}
+
 /** The step the graph names, checked runnable, with what its start records. */
 export function stepAt(graph: JourneyGraph, executionId: string, stepId: string, seq: number): { step: RunnableStep; start: StepStart } {
-  const step = graph.steps[stepId];
-  if (!step || step.type === 'TRIGGER') throw new Error(`Step ${stepId} is not a runnable step of this graph`);
+  const step = runnable(graph, stepId);
+  if (!step) throw new Error(`Step ${stepId} is not a runnable step of this graph`);
   const waitingForEvent = step.type === 'WAIT_FOR_EVENT' ? step.config.eventName : null;
   return {
     step,
@@ -32,8 +37,7 @@ export function stepAt(graph: JourneyGraph, executionId: string, stepId: string,
 /** The first step's start, without the execution id; undefined when the graph has no runnable first step. */
 export function firstStepStart(graph: JourneyGraph): Omit<StepStart, 'executionId'> | undefined {
   const id = nextStepId(graph, graph.entryStepId, undefined);
-  const step = id === undefined ? undefined : graph.steps[id];
-  if (id === undefined || !step || step.type === 'TRIGGER') return undefined;
+  if (id === undefined || !runnable(graph, id)) return undefined;
   const { executionId: _, ...start } = stepAt(graph, '', id, 1).start;
   return start;
 }
