@@ -27,8 +27,11 @@
  * 7 days, a data date field (data.signedUpAt within 30 days, the full-ISO rule), and an event filter
  * under OR (a test of contacts.event_ids, the names a contact has triggered, rather than a lookup in
  * events per contact). Each is run
- * first without the indexes migration 030000 adds (dropped), then with them (created again), a
- * warm-up run then `--runs` timed runs (median and min printed), each with its plan's outline.
+ * first without the indexes migration 030000 adds (dropped), then with them (created again), then
+ * with the typed slot columns of the fields the segments name (db/conditions/field-slots.ts: assigned
+ * and back-filled as the prepareFieldSlots workflow does, then VACUUM FULL); a warm-up run then
+ * `--runs` timed runs (median and min printed), each with its plan's outline. Last, what the slot
+ * trigger costs a contact insert.
  */
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
@@ -40,6 +43,7 @@ import { loadCompileContext } from '../db/conditions/compile-context';
 import type { Condition } from '../db/conditions/grammar';
 import { compileCondition } from '../db/conditions/sql';
 import { createSegment, refreshSegmentCount } from '../db/segments/segments';
+import { prepareFieldSlots } from '../db/conditions/field-slots';
 import { createBenchDatabase, environmentLine, log, positiveInt } from './support';
 
 const SEGMENT_INDEXES: Record<string, string> = {
@@ -178,6 +182,45 @@ async function eventInsertCost(pg: Client, projectId: string, n: number): Promis
   )} µs without the trigger, ${med(micros.on.known)} µs with it; a name new to the contact ${med(micros.off.new)} µs without, ${med(micros.on.new)} µs with`;
 }
 
+/**
+ * What the slot columns cost a contact write: single-row contact inserts (each its own
+ * transaction, as POST /contacts writes a new one) into the project whose fields have slots, with
+ * the slot trigger on and off in alternating blocks, timed in the server as eventInsertCost is.
+ * "On" includes the slot values' index entries; "off" leaves the slots empty, so it has none.
+ */
+async function contactInsertCost(pg: Client, projectId: string): Promise<string> {
+  const block = 1000;
+  await pg.query(`
+    create procedure pg_temp.insert_contacts(project text, first bigint, count int) language plpgsql as $$
+    begin
+      for i in 0..count - 1 loop
+        insert into contacts (id, project_id, email, subscribed, data)
+        values ('cnt_w' || lpad(to_hex(first + i), 27, '0'), project, 'writer' || (first + i) || '@bench.example.com', true,
+                jsonb_build_object('plan', 'pro', 'age', 18 + (first + i) % 63, 'company', 'Company ' || i,
+                                   'signedUpAt', to_char(now() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')));
+        commit;
+      end loop;
+    end $$`);
+  const micros = { on: [] as number[], off: [] as number[] };
+  let first = 0;
+  await pg.query('set synchronous_commit = off');
+  for (let round = 0; round < 6; round++) {
+    for (const state of round % 2 === 0 ? (['off', 'on'] as const) : (['on', 'off'] as const)) {
+      await pg.query(`alter table contacts ${state === 'on' ? 'enable' : 'disable'} trigger contacts_fill_slots_insert`);
+      const t0 = performance.now();
+      await pg.query('call pg_temp.insert_contacts($1, $2, $3)', [projectId, first, block]);
+      micros[state].push(((performance.now() - t0) * 1000) / block);
+      first += block;
+    }
+  }
+  await pg.query('alter table contacts enable trigger contacts_fill_slots_insert');
+  await pg.query('reset synchronous_commit');
+  const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!.toFixed(0);
+  return `Contact insert into the project with 3 field slots (one row, its own transaction, synchronous_commit off, timed in the server; median of ${micros.on.length} blocks of ${block}): ${med(
+    micros.off,
+  )} µs with the slot trigger off, ${med(micros.on)} µs with it on`;
+}
+
 /** The plan's outline: node types with the index or relation each reads, deepest last. */
 function outline(plan: Record<string, unknown>): string {
   const parts: string[] = [];
@@ -291,7 +334,20 @@ async function main(): Promise<void> {
     }
     await pg.query('vacuum analyze contacts, events');
     log('timing with them');
+    const withIndexes = await measure(orm, pg, project.id, segmentIds, opts.runs);
+    checkpoint();
+
+    // What the prepareFieldSlots workflow does once the segments are saved.
+    const slotStart = performance.now();
+    const { prepared } = await prepareFieldSlots(orm.em.fork(), project.id);
+    const slotSeconds = (performance.now() - slotStart) / 1000;
+    log(`field slots ${prepared.join(', ')}: ${slotSeconds.toFixed(1)} s`);
+    // The back-fill wrote every contact once more; VACUUM FULL stands for a settled table again.
+    await timed('vacuum full contacts', () => pg.query('vacuum full contacts'));
+    await pg.query('vacuum analyze contacts');
+    log('timing with the field slots');
     const after = await measure(orm, pg, project.id, segmentIds, opts.runs);
+    checkpoint();
 
     const size = await pg.query<{ contacts: string; events: string; data_gin: string }>(
       `select pg_size_pretty(pg_total_relation_size('contacts')) as contacts, pg_size_pretty(pg_total_relation_size('events')) as events,
@@ -300,33 +356,40 @@ async function main(): Promise<void> {
     const events = await pg.query<{ n: string }>('select count(*) as n from events');
     log('timing event inserts with and without the event-name trigger');
     const writeCost = await eventInsertCost(pg, project.id, opts.contacts);
+    log('timing contact inserts with and without the slot trigger');
+    const contactWriteCost = await contactInsertCost(pg, project.id);
     const lines = [
       '',
       `Segment member counts over ${opts.contacts.toLocaleString('en')} contacts of one project (+${Math.floor(opts.contacts / 20).toLocaleString('en')} in another), ${Number(events.rows[0]!.n).toLocaleString('en')} events`,
       `contacts ${size.rows[0]!.contacts}, events ${size.rows[0]!.events} (with indexes); ${opts.runs} timed runs after a warm-up, milliseconds for refreshSegmentCount (compile + count)`,
       '',
-      `| condition | members | without segment indexes: median (min) | with them: median (min) | EXPLAIN ANALYZE with them | plan with them |`,
-      `|---|---:|---:|---:|---:|---|`,
+      `| condition | members | without segment indexes: median (min) | with them, data read as JSON | with them and the field slots | EXPLAIN ANALYZE with slots | plan with slots |`,
+      `|---|---:|---:|---:|---:|---:|---|`,
       ...CONDITIONS.map(
         (c, i) =>
-          `| ${c.label} | ${after[i]!.members.toLocaleString('en')} | ${before[i]!.medianMs.toFixed(0)} (${before[i]!.minMs.toFixed(0)}) | ${after[i]!.medianMs.toFixed(0)} (${after[i]!.minMs.toFixed(0)}) | ${after[i]!.explainMs.toFixed(0)} | ${after[i]!.plan} |`,
+          `| ${c.label} | ${after[i]!.members.toLocaleString('en')} | ${before[i]!.medianMs.toFixed(0)} (${before[i]!.minMs.toFixed(0)}) | ${withIndexes[i]!.medianMs.toFixed(0)} (${withIndexes[i]!.minMs.toFixed(0)}) | ${after[i]!.medianMs.toFixed(0)} (${after[i]!.minMs.toFixed(0)}) | ${after[i]!.explainMs.toFixed(0)} | ${after[i]!.plan} |`,
       ),
       '',
       'Plans without the segment indexes:',
       ...CONDITIONS.map((c, i) => `  ${c.label}: ${before[i]!.plan} (EXPLAIN ANALYZE ${before[i]!.explainMs.toFixed(0)} ms)`),
+      'Plans with them, data read as JSON:',
+      ...CONDITIONS.map((c, i) => `  ${c.label}: ${withIndexes[i]!.plan} (EXPLAIN ANALYZE ${withIndexes[i]!.explainMs.toFixed(0)} ms)`),
+      `Field slots (${prepared.join(', ')}): assigned and back-filled in ${slotSeconds.toFixed(1)} s`,
       'Event conditions compiled as before contacts.event_ids (a lookup in events per contact), EXPLAIN ANALYZE with the segment indexes:',
       ...CONDITIONS.flatMap((c, i) => (after[i]!.formerMs === undefined ? [] : [`  ${c.label}: ${after[i]!.formerMs!.toFixed(0)} ms`])),
       `Index builds: ${indexTimes.join(', ')}`,
       writeCost,
+      contactWriteCost,
       environmentLine(db.serverVersion),
       `Load average (1/5/15 min) at the start of the timings ${loadAtStart}, at the end ${os.loadavg().map((l) => l.toFixed(2)).join(' / ')}`,
       '',
     ];
     process.stdout.write(lines.join('\n'));
-    // Same members with and without the indexes (time-relative conditions move with the clock).
+    // Same members every way (time-relative conditions move with the clock).
     for (const [i, c] of CONDITIONS.entries()) {
-      if (!JSON.stringify(c.condition).includes('ithin') && before[i]!.members !== after[i]!.members) {
-        throw new Error(`${c.label}: ${before[i]!.members} members without the indexes, ${after[i]!.members} with them`);
+      const counts = [before[i]!.members, withIndexes[i]!.members, after[i]!.members];
+      if (!JSON.stringify(c.condition).includes('ithin') && new Set(counts).size > 1) {
+        throw new Error(`${c.label}: ${counts.join(' / ')} members without the indexes / with them / with the slots`);
       }
     }
   } finally {

@@ -18,6 +18,7 @@ import { Migration20261126050000_email_attempts } from './migrations/Migration20
 import { Migration20261126120000_delivery_outbox } from './migrations/Migration20261126120000_delivery_outbox';
 import { Migration20261126170000_rate_limit_unlogged } from './migrations/Migration20261126170000_rate_limit_unlogged';
 import { Migration20261127000000_contact_event_ids } from './migrations/Migration20261127000000_contact_event_ids';
+import { Migration20261128000000_contact_field_slots } from './migrations/Migration20261128000000_contact_field_slots';
 
 export type Orm = MikroORM;
 
@@ -40,6 +41,7 @@ const migrationsList = [
   { name: 'Migration20261126120000_delivery_outbox', class: Migration20261126120000_delivery_outbox },
   { name: 'Migration20261126170000_rate_limit_unlogged', class: Migration20261126170000_rate_limit_unlogged },
   { name: 'Migration20261127000000_contact_event_ids', class: Migration20261127000000_contact_event_ids },
+  { name: 'Migration20261128000000_contact_field_slots', class: Migration20261128000000_contact_field_slots },
 ];
 
 export function ormOptions(databaseUrl: string, overrides: Partial<Options> = {}): Options {

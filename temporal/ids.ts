@@ -4,6 +4,8 @@
  */
 export const workflowIds = {
   deleteContactField: (projectId: string, key: string) => `contact-field-delete:${projectId}:${key}`,
+  /** One per project: gives the fields its segments name their slot columns. */
+  fieldSlots: (projectId: string) => `field-slots:${projectId}`,
   /** One per CSV import job (the job row holds the file). */
   contactImport: (jobId: string) => `contact-import:${jobId}`,
   domainVerification: (domainId: string) => `domain-verification:${domainId}`,

@@ -14,3 +14,6 @@ export interface TrackedEventMessage {
 }
 
 export const trackedEventSignal = defineSignal<[TrackedEventMessage]>('trackedEvent');
+
+/** A segment condition was saved: the field-slot workflow takes another round (temporal/contact-fields/workflow.ts). */
+export const fieldSlotsWantedSignal = defineSignal('fieldSlotsWanted');

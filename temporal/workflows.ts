@@ -1,5 +1,5 @@
 // Bundle entry for the worker: every workflow the task queue runs is exported here.
-export { deleteContactField } from './contact-fields/workflow';
+export { deleteContactField, prepareFieldSlots } from './contact-fields/workflow';
 export { contactImport } from './imports/workflow';
 export { domainVerification } from './domains/workflow';
 export { sendEmails } from './delivery/send-emails-workflow';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { addStaticMembers, removeStaticMembers, segmentContacts } from '../../db/segments/members';
-import { createSegment, deleteSegment, getSegment, listSegments, refreshSegmentCount, updateSegment } from '../../db/segments/segments';
+import { createSegment, deleteSegment, getSegment, listSegments, updateSegment } from '../../db/segments/segments';
 import type { AppDeps } from '../context';
 import type { RouteRegistry } from '../routing';
 import { idParams } from '../schemas/common';
@@ -18,7 +18,7 @@ import {
   updateSegmentBody,
 } from '../schemas/segments';
 import { TEMPORAL_UNAVAILABLE_TEXT } from '../use-cases/call-temporal';
-import { recomputeSegment } from '../use-cases/segments';
+import { recomputeSegment, refreshSegment, saveSegment } from '../use-cases/segments';
 
 export function registerSegmentRoutes(api: RouteRegistry, deps: AppDeps): void {
   api.add({
@@ -77,7 +77,7 @@ events that can trigger workflows.`,
     body: createSegmentBody,
     response: segmentSchema,
     status: 201,
-    handler: ({ scope, project, body }) => createSegment(scope.em, project.id, body),
+    handler: ({ scope, project, body }) => saveSegment(deps, project.id, () => createSegment(scope.em, project.id, body)),
   });
 
   api.add({
@@ -100,7 +100,7 @@ events that can trigger workflows.`,
     params: idParams,
     body: updateSegmentBody,
     response: segmentSchema,
-    handler: ({ scope, project, params, body }) => updateSegment(scope.em, project.id, params.id, body),
+    handler: ({ scope, project, params, body }) => saveSegment(deps, project.id, () => updateSegment(scope.em, project.id, params.id, body)),
   });
 
   api.add({
@@ -177,6 +177,6 @@ events that can trigger workflows.`,
     auth: 'secret',
     params: idParams,
     response: refreshResponse,
-    handler: ({ scope, project, params }) => refreshSegmentCount(scope.em, project.id, params.id),
+    handler: ({ scope, project, params }) => refreshSegment(deps, scope.em, project.id, params.id),
   });
 }

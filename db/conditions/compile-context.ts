@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { loadReadySlots } from './field-slots';
 import type { FieldType } from '../entities/contact-field';
 import { query } from '../sql';
 import { type Condition, conditionFilters, parseConditionField, referencedSegmentIds } from './grammar';
@@ -6,7 +7,7 @@ import type { CompileContext } from './sql';
 
 /**
  * What compiling needs from the database (sql.ts CompileContext), in a few small queries: the
- * project's field types and deleted fields, the numbers of the event names the conditions name, and
+ * project's field types, deleted fields and ready slots, the numbers of the event names the conditions name, and
  * (only when a condition names a segment) its segments.
  */
 export async function loadCompileContext(
@@ -16,7 +17,7 @@ export async function loadCompileContext(
   now: Date = new Date(),
 ): Promise<CompileContext> {
   const needsSegments = conditions.some((c) => referencedSegmentIds(c).length > 0);
-  const [fields, deleted, segments, eventIds] = await Promise.all([
+  const [fields, deleted, segments, eventIds, slots] = await Promise.all([
     query<{ key: string; type: FieldType }>(em, 'select key, type from contact_fields where project_id = ?', [projectId]),
     query<{ key: string }>(em, 'select key from contact_field_tombstones where project_id = ?', [projectId]),
     needsSegments
@@ -27,6 +28,7 @@ export async function loadCompileContext(
         )
       : Promise.resolve([]),
     loadEventIds(em, projectId, conditions, needsSegments),
+    loadReadySlots(em, projectId),
   ]);
   return {
     now,
@@ -34,6 +36,7 @@ export async function loadCompileContext(
     deletedFields: new Set(deleted.map((d) => d.key)),
     segments: new Map(segments.map((s) => [s.id, { type: s.type, condition: s.condition }])),
     eventIds,
+    slots,
   };
 }
 

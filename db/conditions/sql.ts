@@ -1,3 +1,4 @@
+import { type FieldSlot, numberKey, SLOT_KIND } from './field-slots';
 import type { FieldType } from '../entities/contact-field';
 import { type Sql, FALSE, joinSql, raw, sql, TRUE } from './fragments';
 import {
@@ -123,6 +124,8 @@ export interface CompileContext {
    * event has. A name not looked up is compiled to a lookup in events instead.
    */
   eventIds?: ReadonlyMap<string, number | null>;
+  /** Custom fields whose typed slot column is ready (field-slots.ts). */
+  slots?: ReadonlyMap<string, FieldSlot>;
 }
 
 export interface CompiledSql {
@@ -274,6 +277,8 @@ function dataFilter(path: string, filter: ConditionFilter, ctx: CompileContext):
   if (dataFieldState(path, ctx) === 'deleted') return FALSE;
   // Only the path itself has a type: a nested path has none of its own (as in evaluate.ts).
   const fieldType = ctx.fieldTypes.get(path);
+  const slotted = slotFilter(path, filter, fieldType, ctx);
+  if (slotted) return slotted;
   const v = dataValue(path);
   const kind = sql`jsonb_typeof(${v.json})`;
   const { operator, value } = filter;
@@ -363,19 +368,59 @@ function arrayHas(v: DataValue, value: ConditionValue, fieldType: FieldType | un
 }
 
 /**
- * equals on a top-level key with a value that is only text (not a number, a boolean or a date by
- * the field's rule, not JSON-looking): then the stored value's text equals it exactly when a
- * string does, since numbers, booleans, arrays and objects never print as such a text. One key
- * lookup per contact instead of a CASE over the JSON type; arrays are found by containment.
+ * A value that is only text: not a number, a boolean or a date by the field's rule, not
+ * JSON-looking. A stored value's text equals it exactly when a string does, since numbers,
+ * booleans, arrays and objects never print as such a text.
+ */
+function isPlainText(value: ConditionValue, fieldType: FieldType | undefined): value is string {
+  const w = wanted(value, fieldType);
+  if (typeof value !== 'string' || w.number !== undefined || w.boolean !== undefined || w.at !== undefined) return false;
+  return !value.startsWith('[') && !value.startsWith('{');
+}
+
+/**
+ * equals on a top-level key with a plain-text value (isPlainText): one key lookup per contact
+ * instead of a CASE over the JSON type; arrays are found by containment.
  */
 function plainTextEquals(v: DataValue, value: ConditionValue, fieldType: FieldType | undefined): Sql | null {
-  const w = wanted(value, fieldType);
-  if (v.topKey === undefined || typeof value !== 'string' || w.number !== undefined || w.boolean !== undefined || w.at !== undefined) return null;
-  if (value.startsWith('[') || value.startsWith('{')) return null;
+  if (v.topKey === undefined || !isPlainText(value, fieldType)) return null;
   // Lowering never shortens a text (in characters), so a longer one cannot match: lower(), the
   // costly part, runs only on texts as short as the value. An array's text starts with "[" (a
   // cheaper test than containment; a string that does is no array to segment_array_has).
   return sql`(coalesce(length(${v.text}) <= length(lower(${value}::text)) and lower(${v.text}) = lower(${value}::text), false) or coalesce(${v.text} like '[%' and ${arrayHas(v, value, fieldType)}, false))`;
+}
+
+/**
+ * A filter that a ready slot answers by itself, as a plain comparison of its column (two-valued:
+ * `and column is not null`), which the slot's btree serves; null when the slot cannot, and the
+ * JSON expression follows. Each case is the expression's own rule on what the slot holds:
+ *   - text (string fields), equals a plain text: the string lower-cased; only while no contact's
+ *     value is a list, which equality would match by element;
+ *   - number (number fields), the orderings: segment_num_coerce, as ordering() reads it, compared
+ *     as doubles (as the evaluator compares; numeric and double differ only past a double's 17
+ *     digits);
+ *   - date (date fields), within / olderThan: segment_iso_ms of full ISO date-times, as isoCompare.
+ */
+function slotFilter(path: string, filter: ConditionFilter, fieldType: FieldType | undefined, ctx: CompileContext): Sql | null {
+  const slot = ctx.slots?.get(path);
+  if (!slot || fieldType === undefined || SLOT_KIND[fieldType] !== slot.kind) return null;
+  const { operator, value } = filter;
+  const compare = (op: string, bound: Sql) => sql`(${raw(slot.column)} ${raw(op)} ${bound} and ${raw(slot.column)} is not null)`;
+  switch (slot.kind) {
+    case 't':
+      if (operator !== 'equals' || slot.hasList || value === undefined || !isPlainText(value, fieldType)) return null;
+      return compare('=', sql`lower(${value}::text)`);
+    case 'n': {
+      const op = COMPARISON[operator];
+      const n = op && value !== undefined && typeof value !== 'boolean' ? asNumber(value, true) : undefined;
+      return op && n !== undefined ? compare(op, sql`${numberKey(n).toString()}::bigint`) : null;
+    }
+    case 'd': {
+      if (operator !== 'within' && operator !== 'olderThan') return null;
+      const cutoff = cutoffMs(filter, ctx.now);
+      return cutoff === undefined ? null : compare(operator === 'within' ? '>=' : '<', sql`${cutoff}::bigint`);
+    }
+  }
 }
 
 /** evaluate.ts order() compared with op; NULL or false when the two don't order. */

@@ -1,4 +1,6 @@
+import { Context } from '@temporalio/activity';
 import type { Orm } from '../../db/orm';
+import { prepareFieldSlots } from '../../db/conditions/field-slots';
 import { removeFieldBatch, unregisterField } from '../../db/contacts/fields';
 
 export function createContactFieldActivities({ orm }: { orm: Orm }) {
@@ -8,6 +10,11 @@ export function createContactFieldActivities({ orm }: { orm: Orm }) {
     },
     async unregisterContactField(projectId: string, key: string): Promise<void> {
       await unregisterField(orm.em.fork(), projectId, key);
+    },
+    /** Gives the fields the project's segments name their slot columns; heartbeats after every batch of the back-fill. */
+    async prepareFieldSlots(projectId: string): Promise<string[]> {
+      const { prepared } = await prepareFieldSlots(orm.em.fork(), projectId, { progress: (at) => Context.current().heartbeat(at) });
+      return prepared;
     },
   };
 }

@@ -1,4 +1,5 @@
-import { continueAsNew, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import { continueAsNew, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import { fieldSlotsWantedSignal } from '../signals';
 import type { ContactFieldActivities } from './activities';
 
 const { removeContactFieldBatch, unregisterContactField } = proxyActivities<ContactFieldActivities>({
@@ -31,4 +32,27 @@ export async function deleteContactField(input: DeleteContactFieldInput): Promis
       await continueAsNew<typeof deleteContactField>({ ...input, batchSize, removedSoFar: removed });
     }
   }
+}
+
+/**
+ * Gives the fields a project's segments name their typed slot columns (db/conditions/field-slots.ts),
+ * one at a time per project. Segment writes signal it (signal-with-start): a condition saved while
+ * a back-fill runs is taken by another round, not lost.
+ */
+export async function prepareFieldSlots(input: { projectId: string }): Promise<{ prepared: string[] }> {
+  const { prepareFieldSlots: prepare } = proxyActivities<ContactFieldActivities>({
+    startToCloseTimeout: '1 hour',
+    heartbeatTimeout: '1 minute',
+    retry: { initialInterval: '5 seconds', maximumInterval: '5 minutes' },
+  });
+  let wanted = true;
+  setHandler(fieldSlotsWantedSignal, () => {
+    wanted = true;
+  });
+  const prepared: string[] = [];
+  while (wanted) {
+    wanted = false;
+    prepared.push(...(await prepare(input.projectId)));
+  }
+  return { prepared };
 }

@@ -2,6 +2,7 @@ import { evaluateCondition } from '../../db/conditions/evaluate';
 import { parseFullIsoDateTime } from '../../db/conditions/values';
 import type { FieldType } from '../../db/entities/contact-field';
 import { deleteEventsByName } from '../../db/events/events';
+import { prepareFieldSlots } from '../../db/conditions/field-slots';
 import { removeFieldBatch, unregisterField } from '../../db/contacts/fields';
 import { newId } from '../../db/ids';
 import { resetProject } from '../../db/projects/reset';
@@ -763,5 +764,37 @@ describe('contacts.event_ids: the event names a contact has triggered, kept in s
 
   test('the differential fixtures: event_ids says what their events say', async () => {
     await expectInStep(project.id);
+  });
+});
+
+describe('typed slot columns (db/conditions/field-slots.ts) give the JSON expression’s answers', () => {
+  test('the differential again, with the slots of the fields segments name ready', async () => {
+    const slotted = ['data.plan', 'data.tags', 'data.code', 'data.mixed', 'data.seats', 'data.score', 'data.signupAt', 'data.renewsOn', 'data.when'];
+    for (const field of slotted) {
+      await query(em(), 'insert into segments (id, project_id, name, type, condition) values (?, ?, ?, ?, ?::jsonb)', [
+        newId('seg'),
+        project.id,
+        `slot ${field}`,
+        'DYNAMIC',
+        JSON.stringify({ field, operator: 'exists' }),
+      ]);
+    }
+    await prepareFieldSlots(em(), project.id);
+    const ctx = await context();
+    expect([...ctx.slots!.keys()].sort()).toEqual(slotted.map((f) => f.slice('data.'.length)).sort());
+    // Each kind is used where it answers alone; a text field holding a list (tags) is not.
+    const sqlOf = (filter: ConditionFilter) => compileCondition(filter, ctx).sql;
+    expect(sqlOf({ field: 'data.plan', operator: 'equals', value: 'PRO' })).toMatch(/c\.slot_t\d = /);
+    expect(sqlOf({ field: 'data.tags', operator: 'equals', value: 'vip' })).not.toContain('slot_');
+    expect(sqlOf({ field: 'data.seats', operator: 'greaterThan', value: '5' })).toMatch(/c\.slot_n\d > /);
+    expect(sqlOf({ field: 'data.signupAt', operator: 'within', value: 2, unit: 'days' })).toMatch(/c\.slot_d\d >= /);
+
+    const filters: ConditionFilter[] = [];
+    for (const field of slotted) {
+      for (const operator of VALUE_OPERATORS) for (const value of VALUES) filters.push({ field, operator, value });
+      for (const d of DURATIONS) filters.push({ field, operator: 'within', ...d }, { field, operator: 'olderThan', ...d });
+    }
+    expect(filters.filter((f) => sqlOf(f).includes('slot_')).length).toBeGreaterThan(300);
+    await expectSameAsEvaluator(filters);
   });
 });
