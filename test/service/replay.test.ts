@@ -16,7 +16,8 @@ import { Worker } from '@temporalio/worker';
  * step's start with its claim; `send-emails-remote-record` from before SENT was recorded by a local activity; the
  * delivery engine with a retry workflow started, the delivery engine's breaker (a relay that could
  * not be reached: a trip, failed probes, a successful probe, full rounds again), and the trigger
- * dispatcher, a few rounds each.
+ * dispatcher, a few rounds each; prepareFieldSlots with a second segment's signal arriving during
+ * its first round (so it ran two).
  */
 
 const dir = path.join(__dirname, '..', 'fixtures');
