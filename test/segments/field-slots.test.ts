@@ -2,7 +2,7 @@ import { Client } from 'pg';
 import { loadCompileContext } from '../../db/conditions/compile-context';
 import type { Condition } from '../../db/conditions/grammar';
 import { compileCondition } from '../../db/conditions/sql';
-import { numberKey, prepareFieldSlots, waitForEarlierContactWriters } from '../../db/conditions/field-slots';
+import { ensureSlotIndex, numberKey, prepareFieldSlots, waitForEarlierContactWriters } from '../../db/conditions/field-slots';
 import { unregisterField } from '../../db/contacts/fields';
 import type { ProjectWithKeys } from '../../db/projects/projects';
 import { createSegment, refreshSegmentCount } from '../../db/segments/segments';
@@ -88,6 +88,17 @@ test('the fields segments name get a slot of their type; the trigger keeps it in
     { slot: 't1', key: 'plan', ready: true, has_list: false },
   ]);
   expect(await prepareFieldSlots(em(), project.id)).toEqual({ prepared: [] });
+  // The slots' indexes exist once some project uses the slot, and are valid.
+  const indexes = await query<{ name: string; valid: boolean }>(
+    em(),
+    `select c.relname as name, i.indisvalid as valid from pg_index i join pg_class c on c.oid = i.indexrelid
+     where c.relname in ('contacts_slot_t1', 'contacts_slot_n1', 'contacts_slot_d1') order by 1`,
+  );
+  expect(indexes).toEqual([
+    { name: 'contacts_slot_d1', valid: true },
+    { name: 'contacts_slot_n1', valid: true },
+    { name: 'contacts_slot_t1', valid: true },
+  ]);
 
   const after = { pro: await countOf(project.id, pro), older: await countOf(project.id, older), seen: await countOf(project.id, seen) };
   expect(after.pro.sql).toContain('c.slot_t1 =');
@@ -203,4 +214,17 @@ test('a refresh asks for the slot of a field that had no type when its segment w
   expect(refreshed.body).toMatchObject({ memberCount: 1 });
   await waitUntil(async () => (await slotsOf(project.id)).some((s) => s.key === 'tier' && s.ready), 30_000);
   expect((await countOf(project.id, { field: 'data.tier', operator: 'equals', value: 'gold' })).sql).toContain('slot_t1');
+});
+
+test('an index build that was cut off (an invalid index) is dropped and built again', async () => {
+  // d4: the one slot no other test file's project reaches (they share the database).
+  await query(em(), 'drop index if exists contacts_slot_d4');
+  await query(em(), 'create index contacts_slot_d4 on contacts (project_id)');
+  await query(em(), `update pg_index set indisvalid = false where indexrelid = 'contacts_slot_d4'::regclass`);
+  await ensureSlotIndex(em(), 'd4');
+  const row = await queryOne<{ valid: boolean; def: string }>(
+    em(),
+    `select i.indisvalid as valid, pg_get_indexdef(i.indexrelid) as def from pg_index i where i.indexrelid = 'contacts_slot_d4'::regclass`,
+  );
+  expect(row).toEqual({ valid: true, def: expect.stringContaining('(project_id, slot_d4, subscribed) WHERE (slot_d4 IS NOT NULL)') });
 });
