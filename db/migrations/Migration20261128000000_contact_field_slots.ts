@@ -5,6 +5,26 @@ const SLOTS = ['t1', 't2', 't3', 't4', 'n1', 'n2', 'n3', 'n4', 'd1', 'd2', 'd3',
 const COLUMN_TYPE = { t: 'text', n: 'bigint', d: 'bigint' } as const;
 
 /**
+ * events_note_name of migration 20261127000000, with the contact found by `contactIs`: by id alone
+ * now; by id and project as before (down()).
+ */
+const eventsNoteName = (contactIs: string) => `
+  create or replace function events_note_name() returns trigger language plpgsql as $$
+  declare
+    name_id integer;
+  begin
+    select r.id into name_id from event_name_ids r where r.project_id = new.project_id and r.name = new.name;
+    if name_id is null then
+      insert into event_name_ids (project_id, name) values (new.project_id, new.name) on conflict do nothing;
+      select r.id into name_id from event_name_ids r where r.project_id = new.project_id and r.name = new.name;
+      -- Only if a delete of the name's last events retired it in between (it cannot have seen this event).
+      if name_id is null then return null; end if;
+    end if;
+    update contacts c set event_ids = c.event_ids || name_id where ${contactIs} and not c.event_ids @> array[name_id];
+    return null;
+  end $$;`;
+
+/**
  * Typed slot columns, so a segment condition on a custom field can be counted from a btree instead
  * of by evaluating the JSON of every contact (bench/segments.ts: 240–330 ms at 1,000,000 contacts
  * whatever the expression, docs/performance.md).
@@ -27,11 +47,12 @@ const COLUMN_TYPE = { t: 'text', n: 'bigint', d: 'bigint' } as const;
  *    segment_num_coerce as a double's key, a date slot segment_iso_ms (full ISO date-times, as
  *    within / olderThan read them). Unmapped slots are left as they are: a slot mapped again is
  *    back-filled in full before it is ready, which rewrites every stale value.
- *  - events_note_name (migration 20261127000000) updates the event's contact by id alone. With the
- *    new columns, the plan each session caches for its update, when made on a nearly empty table,
- *    took contacts_project_created (every candidate index costs the same there) and then read every
- *    contact of the project per event: /v1/track's PostgreSQL time per request grew with the
- *    project (bench/track.ts, 1.2 → 3–4 ms at 5,000 contacts).
+ *  - events_note_name (migration 20261127000000) updates the event's contact by id alone (the
+ *    event's contact is of its project). With the new columns, the plan each session caches for
+ *    its update, when made on a nearly empty table, took contacts_project_created (every index that
+ *    starts with project_id costs the same there) and then read every contact of the project per
+ *    event: /v1/track's PostgreSQL time per request grew with the project (bench/track.ts, 1.2 →
+ *    3–4 ms at 5,000 contacts).
  */
 export class Migration20261128000000_contact_field_slots extends Migration {
   override async up(): Promise<void> {
@@ -100,44 +121,11 @@ export class Migration20261128000000_contact_field_slots extends Migration {
         end loop;
         return new;
       end $$;`);
-    this.addSql(`
-      create or replace function events_note_name() returns trigger language plpgsql as $$
-      declare
-        name_id integer;
-      begin
-        select r.id into name_id from event_name_ids r where r.project_id = new.project_id and r.name = new.name;
-        if name_id is null then
-          insert into event_name_ids (project_id, name) values (new.project_id, new.name) on conflict do nothing;
-          select r.id into name_id from event_name_ids r where r.project_id = new.project_id and r.name = new.name;
-          -- Only if a delete of the name's last events retired it in between (it cannot have seen this event).
-          if name_id is null then return null; end if;
-        end if;
-        -- By id alone (the event's contact is of its project): the plan is cached for the session,
-        -- and one made while contacts was nearly empty, with project_id in the condition, could
-        -- pick any index that starts with it and then read every contact of the project.
-        update contacts c set event_ids = c.event_ids || name_id
-        where c.id = new.contact_id and not c.event_ids @> array[name_id];
-        return null;
-      end $$;`);
+    this.addSql(eventsNoteName('c.id = new.contact_id'));
   }
 
   override async down(): Promise<void> {
-    this.addSql(`
-      create or replace function events_note_name() returns trigger language plpgsql as $$
-      declare
-        name_id integer;
-      begin
-        select r.id into name_id from event_name_ids r where r.project_id = new.project_id and r.name = new.name;
-        if name_id is null then
-          insert into event_name_ids (project_id, name) values (new.project_id, new.name) on conflict do nothing;
-          select r.id into name_id from event_name_ids r where r.project_id = new.project_id and r.name = new.name;
-          -- Only if a delete of the name's last events retired it in between (it cannot have seen this event).
-          if name_id is null then return null; end if;
-        end if;
-        update contacts c set event_ids = c.event_ids || name_id
-        where c.id = new.contact_id and c.project_id = new.project_id and not c.event_ids @> array[name_id];
-        return null;
-      end $$;`);
+    this.addSql(eventsNoteName('c.id = new.contact_id and c.project_id = new.project_id'));
     this.addSql('drop trigger if exists contacts_fill_slots_update on contacts;');
     this.addSql('drop trigger if exists contacts_fill_slots_insert on contacts;');
     this.addSql('drop function contacts_fill_slots();');
