@@ -147,11 +147,11 @@ export async function backfillFieldSlots(
   const row = await queryOne<{ last: string | null }>(
     em,
     `with batch as (select id from contacts where project_id = ? and id > ? order by id limit ?),
+     -- Runs to completion though nothing reads it (a data-modifying WITH always does).
      written as (
        update contacts c set ${slots.map((s) => `${slotColumn(s.slot)} = ${value(s)}`).join(', ')} from batch
-       where c.id = batch.id and (${slots.map((s) => `c.${slotColumn(s.slot)} is distinct from ${value(s)}`).join(' or ')})
-       returning 1)
-     select (select max(id) from batch) as last, (select count(*) from written) as written`,
+       where c.id = batch.id and (${slots.map((s) => `c.${slotColumn(s.slot)} is distinct from ${value(s)}`).join(' or ')}))
+     select max(id) as last from batch`,
     [projectId, after, batchSize, ...keys, ...keys],
   );
   return row?.last ?? null;
