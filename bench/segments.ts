@@ -1,11 +1,11 @@
 /**
  * Segment member counts over 1,000,000 contacts.
  *
- *   npx tsx bench/segments.ts [--contacts 1000000] [--runs 3]
+ *   npx tsx bench/segments.ts [--contacts 1000000] [--runs 3] [--keep]
  *
  * Sets up and tears down itself: a fresh database `tidings_bench_<time>` on the PostgreSQL server
  * of BENCH_POSTGRES_ADMIN_URL (default postgres://postgres@127.0.0.1:5432/postgres), migrated,
- * dropped at the end (only that database). No Temporal and no API: a count is one SQL statement,
+ * dropped at the end (only that database; `--keep` leaves it, to EXPLAIN other statements on it). No Temporal and no API: a count is one SQL statement,
  * and this measures exactly the code POST /segments/:id/refresh runs (db/segments/segments.ts
  * refreshSegmentCount → db/conditions/sql.ts), plus EXPLAIN ANALYZE of the same statement.
  *
@@ -76,13 +76,18 @@ const CONDITIONS: { label: string; condition: Condition }[] = [
 
 function options() {
   const { values } = parseArgs({
-    options: { contacts: { type: 'string', default: '1000000' }, runs: { type: 'string', default: '3' }, help: { type: 'boolean', short: 'h' } },
+    options: {
+      contacts: { type: 'string', default: '1000000' },
+      runs: { type: 'string', default: '3' },
+      keep: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h' },
+    },
   });
   if (values.help) {
-    process.stdout.write('Usage: npx tsx bench/segments.ts [--contacts 1000000] [--runs 3]\n');
+    process.stdout.write('Usage: npx tsx bench/segments.ts [--contacts 1000000] [--runs 3] [--keep]\n');
     process.exit(0);
   }
-  return { contacts: positiveInt('contacts', values.contacts), runs: positiveInt('runs', values.runs) };
+  return { contacts: positiveInt('contacts', values.contacts), runs: positiveInt('runs', values.runs), keep: values.keep };
 }
 
 async function timed<T>(label: string, work: () => Promise<T>): Promise<T> {
@@ -395,10 +400,14 @@ async function main(): Promise<void> {
   } finally {
     await pg.end().catch(() => undefined);
     await orm?.close().catch(() => undefined);
-    await db.drop().then(
-      () => log(`dropped database ${db.name}`),
-      (err: unknown) => log(`could not drop ${db.name}: ${(err as Error).message}`),
-    );
+    if (opts.keep) {
+      log(`kept database ${db.name}: ${db.url}`);
+    } else {
+      await db.drop().then(
+        () => log(`dropped database ${db.name}`),
+        (err: unknown) => log(`could not drop ${db.name}: ${(err as Error).message}`),
+      );
+    }
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }
