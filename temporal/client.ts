@@ -42,6 +42,12 @@ export class TemporalGateway {
     readonly client: Client,
     readonly taskQueue: string,
     readonly config: GatewayConfig = loadConfig({}),
+    /**
+     * The client shares its NativeConnection with a worker polling `taskQueue` (an activity's
+     * Context client): starts of workflows on that queue ask for eager start, so the server hands the
+     * first workflow task back in the start's reply to this worker instead of queueing it for a poll.
+     */
+    readonly startsEagerly = false,
   ) {}
 
   static async connect(settings: TemporalSettings, config?: GatewayConfig): Promise<TemporalGateway> {

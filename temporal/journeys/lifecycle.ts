@@ -17,6 +17,7 @@ export async function startJourney(temporal: TemporalGateway, input: JourneyInpu
       workflowId: workflowIds.journey(input.executionId),
       workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
       args: [input],
+      requestEagerStart: temporal.startsEagerly,
       staticSummary: `journey ${names?.workflow ?? input.workflowId} · contact ${names?.contact ?? input.contactId}`,
       typedSearchAttributes: [
         { key: ProjectIdKey, value: input.projectId },

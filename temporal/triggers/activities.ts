@@ -35,7 +35,8 @@ export function createTriggerDispatcherActivities({ orm, config, listener }: { o
     async dispatchTriggers(input: DispatchRoundInput): Promise<{ dispatched: number; failed: number }> {
       const ctx = Context.current();
       const em = orm.em.fork();
-      const temporal = new TemporalGateway(ctx.client, ctx.info.taskQueue, config);
+      // Journeys start on this worker's own queue: eagerly (the first workflow task comes back with the start).
+      const temporal = new TemporalGateway(ctx.client, ctx.info.taskQueue, config, true);
       const key = `triggers:${input.queue}`;
       const deadline = Date.now() + input.maxSeconds * 1000;
       let dispatched = 0;

@@ -56,6 +56,9 @@ test('a journey execution is summarized by workflow name and contact; its activi
   expect(await description.staticSummary()).toBe(`journey wf summarized · contact ada@summaries.test`);
 
   const { events } = await journey.fetchHistory();
+  // The trigger dispatcher starts journeys on its own worker's queue eagerly: the first workflow
+  // task came back with the start instead of through a poll.
+  expect(events![0]!.workflowExecutionStartedEventAttributes?.eagerExecutionAccepted).toBe(true);
   // The email goes to the delivery engine: the journey schedules no activity of its own for it.
   expect(events!.filter((e) => e.activityTaskScheduledEventAttributes)).toEqual([]);
   // Local activities (queueing the email, updating the contact) are markers in the history.
