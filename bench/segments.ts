@@ -5,8 +5,9 @@
  *
  * Sets up and tears down itself: a fresh database `tidings_bench_<time>` on the PostgreSQL server
  * of BENCH_POSTGRES_ADMIN_URL (default postgres://postgres@127.0.0.1:5432/postgres), migrated,
- * dropped at the end (only that database; `--keep` leaves it, to EXPLAIN other statements on it). No Temporal and no API: a count is one SQL statement,
- * and this measures exactly the code POST /segments/:id/refresh runs (db/segments/segments.ts
+ * dropped at the end (only that database; `--keep` leaves it, to EXPLAIN other statements on it).
+ * No Temporal and no API: a count is one SQL statement, and this measures exactly the code
+ * POST /segments/:id/refresh runs (db/segments/segments.ts
  * refreshSegmentCount → db/conditions/sql.ts), plus EXPLAIN ANALYZE of the same statement.
  *
  * Data, generated set-based (generate_series, no row-by-row inserts):
