@@ -12,4 +12,6 @@ export const PATCHES = {
   relayBreaker: 'delivery-engine-relay-breaker',
   /** A journey records a step's end and the next step's start (or its own end) in one local activity (2026-11-27). */
   journeyStepTransitions: 'journey-step-transitions',
+  /** SEND_EMAIL records its end and what follows in the local activity that queues its email (2026-11-27). */
+  journeySendRecordsTransition: 'journey-send-records-transition',
 } as const;

@@ -237,20 +237,22 @@ export const recordStepStarted = (em: EntityManager, input: StepStart) => transa
 export const recordStepFinished = (em: EntityManager, input: StepFinish) => transaction(em, (tx) => stepFinished(tx, input));
 export const finishExecution = (em: EntityManager, input: ExecutionFinish) => transaction(em, (tx) => executionFinished(tx, input));
 
-/**
- * A step ends and, in the same transaction, the next one begins or the execution ends: one
- * activity between two steps where there were two (the journey workflow, PATCHES.journeyStepTransitions).
- */
-export function recordStepTransition(
-  em: EntityManager,
-  input: { finished: StepFinish; next: { start: StepStart } | { finish: ExecutionFinish } },
-): Promise<void> {
-  return transaction(em, async (tx) => {
-    await stepFinished(tx, input.finished);
-    if ('start' in input.next) await stepStarted(tx, input.next.start);
-    else await executionFinished(tx, input.next.finish);
-  });
+/** What follows a step: the next one's start, or the execution's end. */
+export type StepSuccessor = { start: StepStart } | { finish: ExecutionFinish };
+
+/** A step ends and the next one begins or the execution ends, inside the caller's transaction. */
+export async function stepTransition(tx: EntityManager, input: { finished: StepFinish; next: StepSuccessor }): Promise<void> {
+  await stepFinished(tx, input.finished);
+  if ('start' in input.next) await stepStarted(tx, input.next.start);
+  else await executionFinished(tx, input.next.finish);
 }
+
+/**
+ * A step's end and what follows in one transaction: one activity between two steps where there
+ * were two (the journey workflow, PATCHES.journeyStepTransitions).
+ */
+export const recordStepTransition = (em: EntityManager, input: { finished: StepFinish; next: StepSuccessor }) =>
+  transaction(em, (tx) => stepTransition(tx, input));
 
 export async function listExecutions(
   em: EntityManager,

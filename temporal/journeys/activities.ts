@@ -4,7 +4,7 @@ import { OVER_LIMIT_ERROR } from '../../db/billing/allowance';
 import { getContact, updateContact } from '../../db/contacts/contacts';
 import type { JsonValue } from '../../db/entities/contact';
 import { recordSubscriptionChange } from '../../db/events/events';
-import { finishExecution, recordStepFinished, recordStepStarted, recordStepTransition } from '../../db/journeys/executions';
+import { finishExecution, recordStepFinished, recordStepStarted, recordStepTransition, type StepSuccessor, stepTransition } from '../../db/journeys/executions';
 import type { Orm } from '../../db/orm';
 import { planEmails, prepareEmail, writeEmails } from '../../db/messages/prepare';
 import { linkSigningSecret } from '../../db/projects/secrets';
@@ -12,6 +12,7 @@ import { transaction } from '../../db/sql';
 import { getTemplate } from '../../db/templates/templates';
 import type { StepConfigs } from '../../db/journeys/steps';
 import { permanent } from '../failures';
+import { sendEmailOutput } from './steps/types';
 
 export function createJourneyActivities({ orm, config }: { orm: Orm; config: Config }) {
   let linkSecret: Promise<string> | undefined;
@@ -27,7 +28,9 @@ export function createJourneyActivities({ orm, config }: { orm: Orm; config: Con
      * Renders the template for the contact and writes the email row once per (execution, step),
      * for the delivery engine of the worker's task queue to send (the journey does not wait for it).
      * Over the project's monthly workflow cap the row is written FAILED (OVER_LIMIT_ERROR) and the
-     * step completes as skipped: nothing is delivered, and nothing retries.
+     * step completes as skipped: nothing is delivered, and nothing retries. With `successor`, the
+     * step's end and what follows are recorded too, in the email's transaction; a retry after the
+     * commit finds the row and the transition already there and changes nothing.
      */
     async queueJourneyEmail(input: {
       executionId: string;
@@ -37,13 +40,31 @@ export function createJourneyActivities({ orm, config }: { orm: Orm; config: Con
       templateId: string;
       recipient: StepConfigs['SEND_EMAIL']['recipient'];
       context: Record<string, JsonValue>;
+      successor?: StepSuccessor;
     }): Promise<{ emailId?: string; skipped?: string }> {
       const em = orm.em.fork();
+      const transitionAfter = (queued: { emailId?: string; skipped?: string }) =>
+        input.successor && {
+          finished: {
+            executionId: input.executionId,
+            seq: input.seq,
+            status: 'COMPLETED' as const,
+            branch: null,
+            output: sendEmailOutput(queued),
+            context: input.context,
+          },
+          next: input.successor,
+        };
+      const skip = async (skipped: string) => {
+        const transition = transitionAfter({ skipped });
+        if (transition) await recordStepTransition(em, transition);
+        return { skipped };
+      };
       const template = await permanent(getTemplate(em, input.projectId, input.templateId));
       const contact = await getContact(em, input.projectId, input.contactId).catch(() => undefined);
-      if (!contact) return { skipped: 'contact_deleted' };
+      if (!contact) return skip('contact_deleted');
       const marketing = template.type === 'MARKETING';
-      if (marketing && !contact.subscribed && input.recipient.type === 'CONTACT') return { skipped: 'unsubscribed' };
+      if (marketing && !contact.subscribed && input.recipient.type === 'CONTACT') return skip('unsubscribed');
       if (!template.from) throw ApplicationFailure.nonRetryable(`Template ${template.id} has no sender`, 'TemplateHasNoSender');
       const plan = await permanent(
         planEmails(
@@ -70,8 +91,13 @@ export function createJourneyActivities({ orm, config }: { orm: Orm; config: Con
         sourceKey: `journey:${input.executionId}:${input.seq}`,
       });
       // Over the cap the row is written FAILED; an earlier attempt's row keeps its answer.
-      const [written] = await transaction(em, (tx) => writeEmails(tx, [email], 'fail'));
-      return written!.overLimit ? { skipped: OVER_LIMIT_ERROR } : { emailId: written!.id };
+      return transaction(em, async (tx) => {
+        const [written] = await writeEmails(tx, [email], 'fail');
+        const queued = written!.overLimit ? { skipped: OVER_LIMIT_ERROR } : { emailId: written!.id };
+        const transition = transitionAfter(queued);
+        if (transition) await stepTransition(tx, transition);
+        return queued;
+      });
     },
 
     async updateJourneyContact(input: {

@@ -1,4 +1,4 @@
-import type { StepStart } from '../../db/journeys/executions';
+import type { StepStart, StepSuccessor } from '../../db/journeys/executions';
 import type { Branch, GraphStep, JourneyGraph, UserStepType } from '../../db/journeys/steps';
 
 /**
@@ -32,6 +32,23 @@ export function stepAt(graph: JourneyGraph, executionId: string, stepId: string,
     step,
     start: { executionId, seq, stepId, stepType: step.type, waiting: WAITING_STEPS.has(step.type as UserStepType), waitingForEvent },
   };
+}
+
+/**
+ * Where a step's unlabelled transition leads: the next step with its start, or the execution's
+ * end; undefined when it names a step that cannot run (the walk fails on it only if taken).
+ */
+export function plannedSuccessor(
+  graph: JourneyGraph,
+  executionId: string,
+  stepId: string,
+  seq: number,
+): { next?: { step: RunnableStep; start: StepStart }; successor: StepSuccessor } | undefined {
+  const id = nextStepId(graph, stepId, undefined);
+  if (id === undefined) return { successor: { finish: { executionId, status: 'COMPLETED' } } };
+  if (!runnable(graph, id)) return undefined;
+  const next = stepAt(graph, executionId, id, seq + 1);
+  return { next, successor: { start: next.start } };
 }
 
 /** The first step's start, without the execution id; undefined when the graph has no runnable first step. */

@@ -5,7 +5,7 @@ import { type TrackedEventMessage, trackedEventSignal } from '../signals';
 import { CurrentStepKey, WaitingForEventKey } from '../search-attributes';
 import { PATCHES } from '../patches';
 import { journeyActivities } from './steps/proxies';
-import { nextStepId, type RunnableStep, stepAt } from './graph-walk';
+import { nextStepId, plannedSuccessor, type RunnableStep, stepAt } from './graph-walk';
 import { stepHandlers } from './steps';
 import type { JourneyInput, StepContext, StepOutcome } from './steps/types';
 
@@ -29,7 +29,8 @@ function showCurrentStep(start: StepStart): void {
  * never reach it), one handler per step type, and keeps its status and step history in Postgres
  * through local activities, so the API can list executions without asking Temporal: the first
  * step's start (unless the dispatcher recorded it), then one transition per step (its end, and
- * the next step's start or the execution's end).
+ * the next step's start or the execution's end), which a step that never branches may record in
+ * its own local activity (SEND_EMAIL does, with its email).
  */
 export async function journey(input: JourneyInput): Promise<void> {
   const events: TrackedEventMessage[] = [];
@@ -69,7 +70,15 @@ async function walk(input: JourneyInput, context: Record<string, JsonValue>, eve
   if (!input.firstStepRecorded) await journeyActivities.recordStepStarted(current.start);
   for (;;) {
     const { stepId, seq } = current.start;
-    const outcome = await runStep(current.step, { input, stepId, seq, context, events });
+    // For a step that records its own end (SEND_EMAIL): what follows its unlabelled transition.
+    const planned = plannedSuccessor(input.graph, input.executionId, stepId, seq);
+    const outcome = await runStep(current.step, { input, stepId, seq, context, events, successor: planned?.successor });
+    if (outcome.transitionRecorded) {
+      if (!planned?.next) return;
+      showCurrentStep(planned.next.start);
+      current = planned.next;
+      continue;
+    }
     const finished = { executionId: input.executionId, seq, status: 'COMPLETED' as const, branch: outcome.branch ?? null, output: outcome.output, context };
     const nextId = outcome.exit === undefined ? nextStepId(input.graph, stepId, outcome.branch) : undefined;
     if (nextId === undefined) {

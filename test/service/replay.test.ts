@@ -12,8 +12,9 @@ import { Worker } from '@temporalio/worker';
  * Each fixture is the history of one run: one per workflow type; a journey through every step type
  * from before the delivery engine (it delivered its emails itself), `journey-engine-send` from
  * after, `journey-step-transitions` from after a step's end and the next one's start became one
- * local activity, and `journey-first-step-claimed` from after the dispatcher recorded the first
- * step's start with its claim; `send-emails-remote-record` from before SENT was recorded by a local activity; the
+ * local activity, `journey-first-step-claimed` from after the dispatcher recorded the first
+ * step's start with its claim, and `journey-send-records-transition` from after SEND_EMAIL queued
+ * its email and recorded its transition in one local activity; `send-emails-remote-record` from before SENT was recorded by a local activity; the
  * delivery engine with a retry workflow started, the delivery engine's breaker (a relay that could
  * not be reached: a trip, failed probes, a successful probe, full rounds again), and the trigger
  * dispatcher, a few rounds each; prepareFieldSlots with a second segment's signal arriving during

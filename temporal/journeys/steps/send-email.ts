@@ -1,15 +1,18 @@
 import { patched } from '@temporalio/workflow';
 import { PATCHES } from '../../patches';
 import { deliveryActivities, journeyActivities, stepSummary } from './proxies';
-import type { StepHandler, StepOutcome } from './types';
+import { type StepHandler, type StepOutcome, sendEmailOutput } from './types';
 
 /**
  * Queues the email (one row per execution + step) for the delivery engine, as /v1/send does, and
  * moves on: delivery, and its retries, are the engine's (GET /emails/:id, or the email's retry
- * workflow, say where it stands). Executions from before the engine deliver it themselves.
+ * workflow, say where it stands). The step never picks a branch, so the local activity that
+ * queues the email also records the step's end and what follows, in the email's transaction.
+ * Executions from before the engine deliver it themselves.
  */
 export const sendEmailStep: StepHandler<'SEND_EMAIL'> = async (config, ctx): Promise<StepOutcome> => {
   const summary = stepSummary('SEND_EMAIL', ctx, `template ${config.templateId}`);
+  const successor = ctx.successor && patched(PATCHES.journeySendRecordsTransition) ? ctx.successor : undefined;
   const queued = await journeyActivities.queueJourneyEmail.executeWithOptions(summary, [
     {
       executionId: ctx.input.executionId,
@@ -19,13 +22,15 @@ export const sendEmailStep: StepHandler<'SEND_EMAIL'> = async (config, ctx): Pro
       templateId: config.templateId,
       recipient: config.recipient,
       context: ctx.context,
+      ...(successor ? { successor } : {}),
     },
   ]);
-  if (!queued.emailId) return { output: { skipped: queued.skipped ?? 'unknown' } };
-  if (patched(PATCHES.journeySendViaEngine)) return { output: { emailId: queued.emailId } };
+  if (successor) return { output: sendEmailOutput(queued), transitionRecorded: true };
+  if (!queued.emailId) return { output: sendEmailOutput(queued) };
+  if (patched(PATCHES.journeySendViaEngine)) return { output: sendEmailOutput(queued) };
   const outcome = await deliveryActivities(ctx.input).deliverEmail.executeWithOptions(summary, [queued.emailId]);
   if (outcome.delivered && !outcome.recorded) {
     await journeyActivities.recordEmailSent.executeWithOptions(summary, [queued.emailId, outcome.smtpResponse]);
   }
-  return { output: { emailId: queued.emailId } };
+  return { output: sendEmailOutput(queued) };
 };

@@ -1,4 +1,5 @@
 import type { JsonValue } from '../../../db/entities/contact';
+import type { StepSuccessor } from '../../../db/journeys/executions';
 import type { Branch, JourneyGraph, StepConfigs, UserStepType } from '../../../db/journeys/steps';
 import type { TrackedEventMessage } from '../../signals';
 
@@ -27,6 +28,12 @@ export interface StepContext {
   seq: number;
   context: Record<string, JsonValue>;
   events: readonly TrackedEventMessage[];
+  /**
+   * What follows the step if it ends on its unlabelled transition (no branch, no exit). A step
+   * whose outcome never picks a branch may record its end and this in its own local activity,
+   * and says so (StepOutcome.transitionRecorded); undefined where the walk records every transition.
+   */
+  successor?: StepSuccessor;
 }
 
 export interface StepOutcome {
@@ -36,6 +43,12 @@ export interface StepOutcome {
   exit?: string;
   /** Recorded in the step history. */
   output?: JsonValue;
+  /** The step recorded its end and StepContext.successor itself; the walk goes straight on. */
+  transitionRecorded?: boolean;
 }
+
+/** What a SEND_EMAIL step records as its output, from what queueing its email gave. */
+export const sendEmailOutput = (queued: { emailId?: string; skipped?: string }): JsonValue =>
+  queued.emailId ? { emailId: queued.emailId } : { skipped: queued.skipped ?? 'unknown' };
 
 export type StepHandler<K extends UserStepType> = (config: StepConfigs[K], ctx: StepContext) => Promise<StepOutcome>;
