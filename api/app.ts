@@ -52,7 +52,7 @@ export function createApp(deps: AppDeps): App {
 
   const registry = new RouteRegistry(express.Router(), {
     scope: requestScope(deps.orm),
-    authenticate: authenticate(deps.sessionSecret),
+    authenticate: authenticate(deps.sessionSecret, deps.orm),
     rateLimit: rateLimit(deps.config.rateLimitPerMinute),
   });
   // Field routes first: `/contacts/fields` must not be taken for a contact id.

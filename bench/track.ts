@@ -4,12 +4,15 @@
  * an event and nothing else is triggered (bench/workflows.ts measures the same requests when they
  * start journeys).
  *
- *   npx tsx bench/track.ts [--n 5000] [--concurrency 16]
+ *   npx tsx bench/track.ts [--n 5000] [--concurrency 16] [--service in-process|process]
  *
  * Set-up as bench/send.ts (bench/harness.ts startStack): a fresh database, an in-memory Temporal dev
  * server, the test DNS server and SMTP sink, and in this process the API (RATE_LIMIT_PER_MINUTE
- * raised) and the service's worker, as a deployment runs them; one project and no workflow. The
- * load generator, API and worker share one Node process; PostgreSQL and Temporal share the machine.
+ * raised) and the service's worker, as a deployment runs them; one project and no workflow. With
+ * `--service in-process` (the default) the load generator, API and worker share one Node process;
+ * with `--service process` the service runs as `npm start` runs it, a process of its own, and this
+ * one is the load generator alone (its CPU is then reported apart). PostgreSQL and Temporal share
+ * the machine either way.
  *
  * A warm-up of min(1,000, N/5) tracks and an ANALYZE come first (see main), outside the figures.
  *
@@ -19,7 +22,7 @@
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
-import { BENCH_RATE_LIMIT, cpuSnapshot, startStack, Teardown, type Interruption, runBench } from './harness';
+import { BENCH_RATE_LIMIT, cpuSecondsOf, cpuSnapshot, serviceMode, startStack, Teardown, type Interruption, runBench } from './harness';
 import { closedLoop, environmentLine, goalLines, log, percentile, positiveInt, RequestTally } from './support';
 
 const EVENT = 'signup';
@@ -30,19 +33,20 @@ function options() {
     options: {
       n: { type: 'string', default: '5000' },
       concurrency: { type: 'string', default: '16' },
+      service: { type: 'string', default: 'in-process' },
       help: { type: 'boolean', short: 'h' },
     },
   });
   if (values.help) {
-    process.stdout.write('Usage: npx tsx bench/track.ts [--n 5000] [--concurrency 16]\n');
+    process.stdout.write('Usage: npx tsx bench/track.ts [--n 5000] [--concurrency 16] [--service in-process|process]\n');
     process.exit(0);
   }
-  return { n: positiveInt('n', values.n), concurrency: positiveInt('concurrency', values.concurrency) };
+  return { n: positiveInt('n', values.n), concurrency: positiveInt('concurrency', values.concurrency), service: serviceMode(values.service) };
 }
 
 async function main(teardown: Teardown, stop: Interruption): Promise<void> {
   const opts = options();
-  const stack = await startStack({ teardown, checkpoint: stop.checkpoint, concurrency: opts.concurrency });
+  const stack = await startStack({ teardown, checkpoint: stop.checkpoint, concurrency: opts.concurrency, service: opts.service });
   const { client, orm } = stack;
   // A warm-up, then ANALYZE, as autovacuum does within a minute of a new install's first writes:
   // until then every index of contacts that starts with project_id costs the same to the planner,
@@ -59,6 +63,7 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
   let lastOk = 0;
   const loadBefore = os.loadavg()[0]!;
   const cpuBefore = cpuSnapshot(stack);
+  const serviceCpuBefore = stack.servicePid ? cpuSecondsOf(stack.servicePid) : undefined;
   const start = performance.now();
   await closedLoop(opts.n, opts.concurrency, async (i) => {
     if (stop.interrupted) return;
@@ -69,6 +74,7 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
   });
   const trackedS = (lastOk - start) / 1000;
   const cpuAfter = cpuSnapshot(stack);
+  const serviceCpuS = serviceCpuBefore === undefined ? undefined : cpuSecondsOf(stack.servicePid!)! - serviceCpuBefore;
   const loadAfter = os.loadavg()[0]!;
 
   const count = async (sql: string) => Number((await orm.em.fork().getConnection().execute<{ n: string }[]>(sql))[0]!.n);
@@ -90,12 +96,14 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
     `Tidings track bench: POST /v1/track "${EVENT}" for N=${opts.n} new contacts, no workflow listening, concurrency ${opts.concurrency} keep-alive clients${stop.interrupted ? ` (interrupted after ${tally.done} requests)` : ''}`,
     `  environment   ${environmentLine(stack.db.serverVersion)}`,
     `  load average  ${loadBefore.toFixed(1)} before, ${loadAfter.toFixed(1)} after (1-minute; other work on the machine skews the figures)`,
-    `  setup         one Node process runs the load generator, the API (createApp, LOG_LEVEL=${stack.logLevel}) and the Temporal worker;`,
+    stack.servicePid
+      ? `  setup         the service is one process of its own (tidings start: API + worker, NODE_ENV=production, LOG_LEVEL=${stack.logLevel}); this process is the load generator;`
+      : `  setup         one Node process runs the load generator, the API (createApp, LOG_LEVEL=${stack.logLevel}) and the Temporal worker;`,
     `                PostgreSQL and the Temporal dev server (in-memory, headless) are separate processes on the same machine`,
     `  rate limit    RATE_LIMIT_PER_MINUTE raised to ${BENCH_RATE_LIMIT} (default 1000): the limiter still counts every request but never throttles`,
     `  tracked       ${tally.ok} events in ${trackedS.toFixed(2)} s: ${rate.toFixed(0)} tracks/s at the API (first request to last 200)`,
     `  latency       p50 ${ms(percentile(sorted, 50))}   p95 ${ms(percentile(sorted, 95))}   p99 ${ms(p99)}   max ${ms(sorted[sorted.length - 1] ?? NaN)}`,
-    `  cpu per track this process ${perTrack('node')}, Temporal server ${perTrack('temporal')}, PostgreSQL backends of ${stack.db.name} ${perTrack('postgres')}`,
+    `  cpu per track ${serviceCpuS === undefined ? 'this process' : `service process ${ms((1000 * serviceCpuS) / Math.max(1, tally.ok))}, load generator`} ${perTrack('node')}, Temporal server ${perTrack('temporal')}, PostgreSQL backends of ${stack.db.name} ${perTrack('postgres')}`,
     `  errors        ${errors}${tally.errorDetail()}`,
     `  check         ${checkOk ? 'OK' : 'FAILED'}: ${tally.ok}/${opts.n} answered 200, ${events}/${opts.n + warmup} "${EVENT}" events and ${contacts}/${opts.n + warmup} contacts stored (${warmup} of them the warm-up's), ${executions} workflow executions`,
     `  goals         (issue 12, no workflow listening, 16 clients, 2 cores)`,

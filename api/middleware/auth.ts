@@ -1,6 +1,7 @@
 import type { Request, RequestHandler } from 'express';
 import { memberRole, roleAtLeast } from '../../db/accounts/members';
-import { findProjectByKey } from '../../db/projects/projects';
+import { Coalescer } from '../../db/coalescer';
+import { findProjectsByKeys, type KeyLookup, type KeyOwner } from '../../db/projects/projects';
 import type { Orm } from '../../db/orm';
 import type { Project } from '../../db/entities/project';
 import { ProjectSchema } from '../../db/entities/project';
@@ -38,14 +39,16 @@ const accessDenied = () =>
  * Who may call a route: a project key (Bearer sk_/pk_), or a signed-in member of the project.
  * A disabled project still answers reads, so its owners can see why; writes get 403 PROJECT_DISABLED.
  */
-export function authenticate(sessionSecret: string) {
+export function authenticate(sessionSecret: string, orm: Orm) {
+  // Concurrent requests' keys are looked up (and counted) in one statement: docs/performance.md.
+  const keyLookups = new Coalescer<KeyLookup, KeyOwner | null>((lookups) => findProjectsByKeys(orm.em.fork(), lookups), KEY_LOOKUP_BATCHES);
   return (route: GuardedRoute): RequestHandler =>
     async (req, res, next) => {
       try {
         const scope = scopeOf(res);
         const header = req.get('authorization');
         if (header && header.trim() !== '' && route.auth !== 'session') {
-          scope.auth = await byKey(scope, header, route, req);
+          scope.auth = await byKey(keyLookups, scope, header, route, req);
         } else {
           const session = await readSession(req, scope.em, sessionSecret);
           if ('error' in session) throw session.error === 'missing' ? missing(route.auth !== 'session') : invalidSession();
@@ -66,16 +69,24 @@ export function authenticate(sessionSecret: string) {
     };
 }
 
-async function byKey(scope: RequestScope, header: string, route: GuardedRoute, req: Request): Promise<AuthContext> {
+/** At most 2 statements in flight (of the pool's 20), each for up to 64 requests. */
+const KEY_LOOKUP_BATCHES = { maxBatch: 64, maxInFlight: 2 };
+
+async function byKey(
+  keyLookups: Coalescer<KeyLookup, KeyOwner | null>,
+  scope: RequestScope,
+  header: string,
+  route: GuardedRoute,
+  req: Request,
+): Promise<AuthContext> {
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
   if (!match) throw invalid('The Authorization header must be "Bearer <key>"');
   // Counted in the rate limit in the same statement, unless this route refuses the key whatever its project.
   const admitted = (match[1]!.startsWith('sk_') || route.auth === 'publicOrSecret') && route.role !== 'OWNER';
-  const found = await findProjectByKey(
-    scope.em,
-    match[1]!,
-    admitted ? { projectId: route.projectParam ? String(req.params[route.projectParam]) : undefined, writes: route.method !== 'get' } : undefined,
-  );
+  const found = await keyLookups.run({
+    key: match[1]!,
+    ...(admitted ? { count: { projectId: route.projectParam ? String(req.params[route.projectParam]) : undefined, writes: route.method !== 'get' } } : {}),
+  });
   if (!found) throw invalid();
   scope.rateLimit = found.rateLimit;
   if (found.kind === 'public' && route.auth !== 'publicOrSecret') {

@@ -4,7 +4,7 @@ import { notFound } from '../../errors';
 import { type Project, ProjectSchema } from '../entities/project';
 import { newId } from '../ids';
 import { countHitSql, type RateLimitState, rateLimitState } from './rate-limit';
-import { queryOne } from '../sql';
+import { query } from '../sql';
 
 export type KeyKind = 'secret' | 'public';
 
@@ -58,20 +58,38 @@ export async function rotateProjectKeys(em: EntityManager, projectId: string): P
   return { id: project.id, name: project.name, secretKey: keys.secretKey, publicKey: keys.publicKey };
 }
 
+export interface KeyLookup {
+  key: string;
+  /**
+   * Count the request in its project's rate-limit window, unless the key turns out not to admit
+   * it (`projectId`: the route's own project; `writes`: a disabled project refuses them).
+   */
+  count?: { projectId?: string; writes: boolean };
+}
+
+export interface KeyOwner {
+  project: Project;
+  kind: KeyKind;
+  /** Set when the request was counted: its own place in the window, as if counted alone. */
+  rateLimit?: RateLimitState;
+}
+
+const keyKind = (key: string): KeyKind | null => (key.startsWith('sk_') ? 'secret' : key.startsWith('pk_') ? 'public' : null);
+
 /**
- * The project of an API key and, with `count`, the request counted in the project's rate-limit
- * window (the state comes back with it): every API request starts here, so both are one
- * statement. A request the key does not admit is not counted: pass `count` only when it would
- * be, given the project (`projectId`: the route's own; `writes`: a disabled project refuses them).
+ * The project of each API key (null for a key no project has) and, for the lookups that ask,
+ * the request counted in the project's rate-limit window. Every API request starts here, so it
+ * is one statement for a whole batch of requests (api/middleware/auth.ts coalesces concurrent
+ * ones): the window of each project is bumped once by the number of requests the batch counts
+ * for it, and each request gets the count it would have got alone, in the batch's order.
  */
-export async function findProjectByKey(
-  em: EntityManager,
-  key: string,
-  count?: { projectId?: string; writes: boolean },
-): Promise<{ project: Project; kind: KeyKind; rateLimit?: RateLimitState } | null> {
-  const kind: KeyKind | null = key.startsWith('sk_') ? 'secret' : key.startsWith('pk_') ? 'public' : null;
-  if (!kind) return null;
-  const row = await queryOne<{
+export async function findProjectsByKeys(em: EntityManager, lookups: readonly KeyLookup[]): Promise<(KeyOwner | null)[]> {
+  const kinds = lookups.map((l) => keyKind(l.key));
+  const known = lookups.flatMap((l, i) => (kinds[i] ? [{ ...l, kind: kinds[i], ord: i }] : []));
+  const results: (KeyOwner | null)[] = lookups.map(() => null);
+  if (known.length === 0) return results;
+  const rows = await query<{
+    ord: number;
     id: string;
     name: string;
     secret_key_hash: string;
@@ -85,24 +103,42 @@ export async function findProjectByKey(
     reset: string | null;
   }>(
     em,
-    `with p as (
-       select id, name, secret_key_hash, public_key_hash, secret_key_preview, public_key_preview, disabled, created_at, updated_at
-       from projects where ${kind === 'secret' ? 'secret_key_hash' : 'public_key_hash'} = ?
-     ), hit as (${countHitSql('p.id', 'from p where ?::boolean and (?::text is null or p.id = ?) and not (p.disabled and ?::boolean)')})
-     select p.*, hit.count, hit.reset from p left join hit on true`,
-    [hashKey(key), !!count, count?.projectId ?? null, count?.projectId ?? null, count?.writes ?? false],
+    `with r as (
+       select * from unnest(?::int[], ?::text[], ?::boolean[], ?::boolean[], ?::text[], ?::boolean[]) as r(ord, hash, secret, counted, project_id, writes)
+     ), p as (
+       select r.ord, pr.*, r.counted and (r.project_id is null or pr.id = r.project_id) and not (pr.disabled and r.writes) as counts
+       from r join projects pr on pr.secret_key_hash = r.hash where r.secret
+       union all
+       select r.ord, pr.*, r.counted and (r.project_id is null or pr.id = r.project_id) and not (pr.disabled and r.writes) as counts
+       from r join projects pr on pr.public_key_hash = r.hash where not r.secret
+     ), hit as (${countHitSql('id', 'from p where counts group by id', 'count(*)')})
+     select p.ord, p.id, p.name, p.secret_key_hash, p.public_key_hash, p.secret_key_preview, p.public_key_preview, p.disabled,
+            p.created_at, p.updated_at, hit.reset,
+            hit.count - count(*) filter (where p.counts) over (partition by p.id order by p.ord rows between 1 following and unbounded following) as count
+     from p left join hit on p.counts and hit.project_id = p.id`,
+    [
+      known.map((l) => l.ord),
+      known.map((l) => hashKey(l.key)),
+      known.map((l) => l.kind === 'secret'),
+      known.map((l) => !!l.count),
+      known.map((l) => l.count?.projectId ?? null),
+      known.map((l) => l.count?.writes ?? false),
+    ],
   );
-  if (!row) return null;
-  const project: Project = {
-    id: row.id,
-    name: row.name,
-    secretKeyHash: row.secret_key_hash,
-    publicKeyHash: row.public_key_hash,
-    secretKeyPreview: row.secret_key_preview,
-    publicKeyPreview: row.public_key_preview,
-    disabled: row.disabled,
-    createdAt: new Date(row.created_at),
-    updatedAt: new Date(row.updated_at),
-  };
-  return { project, kind, ...(row.count !== null ? { rateLimit: rateLimitState({ count: row.count, reset: row.reset! }) } : {}) };
+  for (const row of rows) {
+    const project: Project = {
+      id: row.id,
+      name: row.name,
+      secretKeyHash: row.secret_key_hash,
+      publicKeyHash: row.public_key_hash,
+      secretKeyPreview: row.secret_key_preview,
+      publicKeyPreview: row.public_key_preview,
+      disabled: row.disabled,
+      createdAt: new Date(row.created_at),
+      updatedAt: new Date(row.updated_at),
+    };
+    const counted = row.count !== null ? { rateLimit: rateLimitState({ count: Number(row.count), reset: row.reset! }) } : {};
+    results[row.ord] = { project, kind: kinds[row.ord]!, ...counted };
+  }
+  return results;
 }

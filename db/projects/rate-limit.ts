@@ -19,15 +19,16 @@ export async function hitRateLimit(em: EntityManager, bucket: string): Promise<R
 }
 
 /**
- * The statement that counts one hit for the bucket `bucket` (an SQL expression, e.g. `?` or a
- * column of `from`), returning `count` and `reset`: for a caller that folds it into its own
- * statement (the API-key lookup, db/projects/projects.ts), so the hot path pays one round trip for both.
+ * The statement that counts `hits` (an SQL expression, 1 by default) for the bucket `bucket` (an
+ * SQL expression, e.g. `?` or a column of `from`), returning the bucket as `project_id`, the
+ * window's `count` after them and `reset`: for a caller that folds it into its own statement (the
+ * API-key lookup, db/projects/projects.ts), so the hot path pays one round trip for both.
  */
-export function countHitSql(bucket: string, from: string): string {
+export function countHitSql(bucket: string, from: string, hits = '1'): string {
   return `insert into rate_limit_windows as w (project_id, window_start, count)
-     select ${bucket}, date_trunc('minute', now()), 1 ${from}
-     on conflict (project_id, window_start) do update set count = w.count + 1
-     returning w.count, ceil(extract(epoch from (w.window_start + interval '1 minute' - now()))) as reset`;
+     select ${bucket}, date_trunc('minute', now()), ${hits} ${from}
+     on conflict (project_id, window_start) do update set count = w.count + excluded.count
+     returning w.project_id, w.count, ceil(extract(epoch from (w.window_start + interval '1 minute' - now()))) as reset`;
 }
 
 export function rateLimitState(row: { count: number; reset: string | number }): RateLimitState {

@@ -352,7 +352,7 @@ describe('isAlias', () => {
 function verifyApp(deps: TestEnv['deps']): Express {
   const registry = new RouteRegistry(express.Router(), {
     scope: requestScope(deps.orm),
-    authenticate: authenticate(deps.sessionSecret),
+    authenticate: authenticate(deps.sessionSecret, deps.orm),
     rateLimit: rateLimit(deps.config.rateLimitPerMinute),
   });
   registerVerifyRoutes(registry, deps);

@@ -1,0 +1,62 @@
+/**
+ * Turns concurrent calls into batches: each `run(item)` waits for the batch it joins, and a batch
+ * is one call of `runBatch` (one statement, one round trip to PostgreSQL) for all the items that
+ * arrived while earlier batches were in flight. With nothing in flight a call starts its batch at
+ * the end of the current event-loop turn, so an idle service adds no wait; under load the batches
+ * grow by themselves, and the statement's fixed cost (the round trip, parse, bind, executor start,
+ * the commit) is paid once per batch instead of once per request (docs/performance.md).
+ *
+ * `runBatch` answers each item in order: a value, or an Error for that item alone. When it throws,
+ * every item of the batch gets that error (the database is unreachable, say).
+ */
+export class Coalescer<I, O> {
+  private queue: { item: I; resolve: (value: O) => void; reject: (err: unknown) => void }[] = [];
+  private inFlight = 0;
+  private scheduled = false;
+
+  constructor(
+    private readonly runBatch: (items: I[]) => Promise<(O | Error)[]>,
+    private readonly limits: { maxBatch: number; maxInFlight: number },
+  ) {}
+
+  run(item: I): Promise<O> {
+    return new Promise<O>((resolve, reject) => {
+      this.queue.push({ item, resolve, reject });
+      this.schedule();
+    });
+  }
+
+  private schedule(): void {
+    if (this.scheduled || this.queue.length === 0 || this.inFlight >= this.limits.maxInFlight) return;
+    this.scheduled = true;
+    // After the requests already read in this turn of the event loop have joined.
+    setImmediate(() => {
+      this.scheduled = false;
+      this.flush();
+    });
+  }
+
+  private flush(): void {
+    while (this.queue.length > 0 && this.inFlight < this.limits.maxInFlight) {
+      const batch = this.queue.splice(0, this.limits.maxBatch);
+      this.inFlight++;
+      this.runBatch(batch.map((b) => b.item))
+        .then(
+          (results) => {
+            if (results.length !== batch.length) throw new Error(`Coalescer: ${results.length} results for ${batch.length} items`);
+            batch.forEach((b, i) => {
+              const result = results[i]!;
+              if (result instanceof Error) b.reject(result);
+              else b.resolve(result);
+            });
+          },
+          (err: unknown) => batch.forEach((b) => b.reject(err)),
+        )
+        .catch((err: unknown) => batch.forEach((b) => b.reject(err)))
+        .finally(() => {
+          this.inFlight--;
+          this.schedule();
+        });
+    }
+  }
+}

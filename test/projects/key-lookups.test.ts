@@ -1,0 +1,114 @@
+import { Coalescer } from '../../db/coalescer';
+import { findProjectsByKeys } from '../../db/projects/projects';
+import { query } from '../../db/sql';
+import { startTestEnv, type TestEnv } from '../helpers/env';
+
+describe('Coalescer', () => {
+  const tick = () => new Promise((resolve) => setImmediate(resolve));
+
+  test('calls made while a batch is in flight go as one batch; each gets its own answer, in order', async () => {
+    const batches: number[][] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const c = new Coalescer<number, number>(
+      async (items) => {
+        batches.push(items);
+        if (batches.length === 1) await gate;
+        return items.map((i) => i * 10);
+      },
+      { maxBatch: 3, maxInFlight: 1 },
+    );
+    const first = c.run(1);
+    await tick();
+    const rest = [2, 3, 4, 5, 6].map((i) => c.run(i));
+    await tick();
+    expect(batches).toEqual([[1]]); // the others wait for the one in flight
+    release();
+    expect(await Promise.all([first, ...rest])).toEqual([10, 20, 30, 40, 50, 60]);
+    expect(batches).toEqual([[1], [2, 3, 4], [5, 6]]);
+  });
+
+  test('an Error answer fails its own call only; a thrown error fails the whole batch', async () => {
+    const c = new Coalescer<number, number>(
+      async (items) => {
+        if (items.includes(99)) throw new Error('database unreachable');
+        return items.map((i) => (i === 2 ? new Error('bad item') : i));
+      },
+      { maxBatch: 10, maxInFlight: 2 },
+    );
+    const results = await Promise.allSettled([c.run(1), c.run(2), c.run(3)]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    const failed = await Promise.allSettled([c.run(4), c.run(99)]);
+    expect(failed.map((r) => (r.status === 'rejected' ? (r.reason as Error).message : r.value))).toEqual(['database unreachable', 'database unreachable']);
+    expect(await c.run(5)).toBe(5); // and it goes on afterwards
+  });
+
+  test('never more than maxInFlight batches at once', async () => {
+    let running = 0;
+    let most = 0;
+    const c = new Coalescer<number, number>(
+      async (items) => {
+        most = Math.max(most, ++running);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        running--;
+        return items;
+      },
+      { maxBatch: 1, maxInFlight: 2 },
+    );
+    expect(await Promise.all(Array.from({ length: 9 }, (_, i) => c.run(i)))).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(most).toBe(2);
+  });
+});
+
+describe('findProjectsByKeys: a batch of API-key lookups in one statement', () => {
+  let env: TestEnv;
+  beforeAll(async () => {
+    env = await startTestEnv();
+  });
+  afterAll(async () => {
+    await env?.close();
+  });
+
+  test('each lookup gets its project, and each counted one its own place in its window, in order', async () => {
+    const a = await env.project();
+    const b = await env.project();
+    const disabled = await env.project();
+    await query(env.orm.em.fork(), 'update projects set disabled = true where id = ?', [disabled.id]);
+    const write = { writes: true };
+    const results = await findProjectsByKeys(env.orm.em.fork(), [
+      { key: a.secretKey, count: write },
+      { key: 'sk_not_a_key', count: write },
+      { key: b.publicKey, count: write },
+      { key: a.publicKey, count: { writes: false } },
+      { key: 'nonsense', count: write },
+      { key: a.secretKey }, // looked up, not counted (a route that refuses the key anyway)
+      { key: disabled.secretKey, count: write }, // a disabled project refuses writes: not counted
+      { key: disabled.secretKey, count: { writes: false } },
+      { key: b.secretKey, count: { projectId: a.id, writes: false } }, // another project's route: not counted
+      { key: a.secretKey, count: { projectId: a.id, writes: true } },
+    ]);
+    expect(results.map((r) => r && { project: r.project.id, kind: r.kind, count: r.rateLimit?.count })).toEqual([
+      { project: a.id, kind: 'secret', count: 1 },
+      null,
+      { project: b.id, kind: 'public', count: 1 },
+      { project: a.id, kind: 'public', count: 2 },
+      null,
+      { project: a.id, kind: 'secret', count: undefined },
+      { project: disabled.id, kind: 'secret', count: undefined },
+      { project: disabled.id, kind: 'secret', count: 1 },
+      { project: b.id, kind: 'secret', count: undefined },
+      { project: a.id, kind: 'secret', count: 3 },
+    ]);
+    expect(results[0]!.project).toMatchObject({ name: expect.any(String), disabled: false, createdAt: expect.any(Date) });
+    for (const r of results) if (r?.rateLimit) expect(r.rateLimit.resetSeconds).toBeGreaterThanOrEqual(1);
+
+    // The next batch goes on from the window's count (unless the minute turned meanwhile).
+    const next = await findProjectsByKeys(env.orm.em.fork(), [{ key: a.secretKey, count: write }, { key: a.secretKey, count: write }]);
+    const counts = next.map((r) => r!.rateLimit!.count);
+    expect([[4, 5], [1, 2]]).toContainEqual(counts);
+  });
+
+  test('keys that are neither sk_ nor pk_ find no project', async () => {
+    expect(await findProjectsByKeys(env.orm.em.fork(), [{ key: 'x' }, { key: '' }])).toEqual([null, null]);
+  });
+});
