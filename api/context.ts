@@ -4,6 +4,7 @@ import type { PaymentProvider } from '../billing/provider';
 import type { Config } from '../config';
 import type { RateLimitState } from '../db/projects/rate-limit';
 import type { EngineWakeups } from '../db/messages/engine-wakeups';
+import type { TrackBatches } from '../db/events/track';
 import type { Orm } from '../db/orm';
 import type { Project } from '../db/entities/project';
 import type { Role } from '../db/accounts/members';
@@ -35,6 +36,8 @@ export interface AppDeps {
   oauth: Partial<Record<OAuthProviderId, OAuthProvider>>;
   /** Wakes the delivery engine and the trigger dispatcher once a request's outbox rows are committed. */
   wakeups: EngineWakeups;
+  /** Tracks events of concurrent requests in shared statements (db/events/track.ts). */
+  tracking: TrackBatches;
 }
 
 export interface AuthContext {

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { createStripeProvider } from '../billing/stripe';
 import type { Config } from '../config';
+import { TrackBatches } from '../db/events/track';
 import { EngineWakeups } from '../db/messages/engine-wakeups';
 import type { Orm } from '../db/orm';
 import { linkSigningSecret, sessionSigningSecret } from '../db/projects/secrets';
@@ -26,6 +27,7 @@ export async function buildAppDeps(parts: {
     payments: parts.config.stripe ? createStripeProvider(parts.config.stripe) : undefined,
     storage: imageStorageFromConfig(parts.config),
     oauth: oauthProvidersFromConfig(parts.config),
+    tracking: new TrackBatches(parts.orm, parts.config.temporal.taskQueue),
     wakeups: new EngineWakeups(parts.orm, (err) => parts.logger.warn({ err }, 'could not wake the outbox engines (they look within a second anyway)')),
   };
 }

@@ -48,9 +48,13 @@ export async function sendTransactional(
   return result;
 }
 
-/** POST /v1/track and /events/track: the event, and in the same transaction what it triggers; then the dispatcher is woken. */
+/**
+ * POST /v1/track and /events/track: the event, and in the same statement what it triggers; then
+ * the dispatcher is woken. Without an Idempotency-Key the statement is shared with concurrent
+ * requests (TrackBatches); with one, it runs in the key's transaction.
+ */
 export async function trackAndTrigger(
-  deps: Pick<AppDeps, 'config' | 'wakeups'>,
+  deps: Pick<AppDeps, 'config' | 'wakeups' | 'tracking'>,
   em: EntityManager,
   projectId: string,
   idempotencyKey: string | undefined,
@@ -65,7 +69,10 @@ export async function trackAndTrigger(
     body,
     async (tx) => {
       // The event and what it triggers in one statement: a 200 is a promise kept after any crash.
-      const tracked = await trackEvent(tx, projectId, deps.config.temporal.taskQueue, body);
+      const tracked =
+        idempotencyKey === undefined
+          ? await deps.tracking.track(projectId, body)
+          : await trackEvent(tx, projectId, deps.config.temporal.taskQueue, body);
       queued = tracked.queued;
       return { status: 200, body: { success: true, data: { contact: tracked.contact, event: tracked.event, timestamp: tracked.timestamp } } };
     },
