@@ -97,6 +97,18 @@ async function savepoint<T>(tx: EntityManager, connection: PgConnection, work: (
   }
 }
 
+/**
+ * Independent reads, at once on pooled connections, or one after another in a transaction: its
+ * one connection runs a statement at a time (node-postgres queues a second query on a busy
+ * client, deprecated, and pg@9 refuses it).
+ */
+export async function together<T extends readonly unknown[]>(em: EntityManager, ...work: { [K in keyof T]: () => Promise<T[K]> }): Promise<T> {
+  if (!inTransaction(em)) return (await Promise.all(work.map((w) => w()))) as unknown as T;
+  const results: unknown[] = [];
+  for (const w of work) results.push(await w());
+  return results as unknown as T;
+}
+
 /** True inside `transaction()` or an ORM transaction: where a lock taken now lasts until the commit. */
 export function inTransaction(em: EntityManager): boolean {
   return leanTransactions.has(em) || em.isInTransaction();

@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { loadReadySlots } from './field-slots';
 import type { FieldType } from '../entities/contact-field';
-import { query } from '../sql';
+import { query, together } from '../sql';
 import { type Condition, conditionFilters, parseConditionField, referencedSegmentIds } from './grammar';
 import type { CompileContext } from './sql';
 
@@ -17,19 +17,19 @@ export async function loadCompileContext(
   now: Date = new Date(),
 ): Promise<CompileContext> {
   const needsSegments = conditions.some((c) => referencedSegmentIds(c).length > 0);
-  const [fields, deleted, segments, eventIds, slots] = await Promise.all([
-    query<{ key: string; type: FieldType }>(em, 'select key, type from contact_fields where project_id = ?', [projectId]),
-    query<{ key: string }>(em, 'select key from contact_field_tombstones where project_id = ?', [projectId]),
-    needsSegments
-      ? query<{ id: string; type: 'DYNAMIC' | 'STATIC'; condition: Condition | null }>(
-          em,
-          'select id, type, condition from segments where project_id = ?',
-          [projectId],
-        )
-      : Promise.resolve([]),
-    loadEventIds(em, projectId, conditions, needsSegments),
-    loadReadySlots(em, projectId),
-  ]);
+  const [fields, deleted, segments, eventIds, slots] = await together(
+    em,
+    () => query<{ key: string; type: FieldType }>(em, 'select key, type from contact_fields where project_id = ?', [projectId]),
+    () => query<{ key: string }>(em, 'select key from contact_field_tombstones where project_id = ?', [projectId]),
+    () =>
+      needsSegments
+        ? query<{ id: string; type: 'DYNAMIC' | 'STATIC'; condition: Condition | null }>(em, 'select id, type, condition from segments where project_id = ?', [
+            projectId,
+          ])
+        : Promise.resolve([]),
+    () => loadEventIds(em, projectId, conditions, needsSegments),
+    () => loadReadySlots(em, projectId),
+  );
   return {
     now,
     fieldTypes: new Map(fields.map((f) => [f.key, f.type])),

@@ -1,4 +1,4 @@
-import { query, queryOne, transaction, inTransaction } from '../../db/sql';
+import { query, queryOne, together, transaction, inTransaction } from '../../db/sql';
 import { ProjectSchema } from '../../db/entities/project';
 import { startTestEnv, type TestEnv } from '../helpers/env';
 
@@ -78,7 +78,8 @@ test('transaction(): its statements are invisible to others until the commit, an
   let seenInside = -1;
   await transaction(em(), async (tx) => {
     await query(tx, `insert into ${table} values (10, 'pending')`);
-    const pids = await Promise.all(Array.from({ length: 4 }, () => queryOne<{ pid: number }>(tx, 'select pg_backend_pid() as pid')));
+    const pid = () => () => queryOne<{ pid: number }>(tx, 'select pg_backend_pid() as pid');
+    const pids = await together(tx, pid(), pid(), pid(), pid());
     expect(new Set(pids.map((p) => p!.pid)).size).toBe(1);
     seenInside = Number((await queryOne<{ n: string }>(em(), `select count(*) as n from ${table} where id = 10`))!.n);
   });
@@ -111,4 +112,22 @@ test('transaction(): a connection lost mid-transaction is an error, and the pool
   ).rejects.toThrow();
   for (let i = 0; i < 30; i++) expect(await queryOne(em(), 'select 1 as one')).toEqual({ one: 1 });
   expect(await queryOne(em(), `select id from ${table} where id = 30`)).toBeUndefined();
+});
+
+test('together(): independent reads at once on the pool, one after another on a transaction’s one connection', async () => {
+  const run = async (on: Parameters<typeof query>[0]) => {
+    const order: string[] = [];
+    const read = (name: string) => async () => {
+      order.push(`${name} start`);
+      await query(on, 'select pg_sleep(0.02)');
+      order.push(`${name} end`);
+      return name;
+    };
+    expect(await together(on, read('a'), read('b'))).toEqual(['a', 'b']);
+    return order;
+  };
+  // On the pool the second starts before the first ends (either may end first).
+  expect((await run(em())).slice(0, 2)).toEqual(['a start', 'b start']);
+  expect(await transaction(em(), (tx) => run(tx))).toEqual(['a start', 'a end', 'b start', 'b end']);
+  expect(await env.orm.em.fork().transactional((tx) => run(tx))).toEqual(['a start', 'a end', 'b start', 'b end']);
 });
