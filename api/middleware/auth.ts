@@ -1,3 +1,4 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Request, RequestHandler } from 'express';
 import { memberRole, roleAtLeast } from '../../db/accounts/members';
 import { Coalescer } from '../../db/coalescer';
@@ -123,7 +124,15 @@ function refuseWritesWhenDisabled(project: Project, route: GuardedRoute): void {
 
 export function requestScope(orm: Orm): RequestHandler {
   return (_req, res, next) => {
-    res.locals.scope = { em: orm.em.fork() };
+    // Forked on first use: a fork was 3.3 % of the service's CPU samples under /v1/track load,
+    // and a track without an Idempotency-Key never needs one (its statement is shared).
+    let em: EntityManager | undefined;
+    const scope: Omit<RequestScope, 'em'> & { readonly em: EntityManager } = {
+      get em() {
+        return (em ??= orm.em.fork());
+      },
+    };
+    res.locals.scope = scope;
     next();
   };
 }

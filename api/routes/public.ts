@@ -56,7 +56,7 @@ for as long as it takes, by its own workflow.
     req,
     res,
   }: Pick<RouteContext<'secret', z.output<typeof trackBody>, undefined, undefined>, 'scope' | 'project' | 'body' | 'req' | 'res'>) =>
-    replay(res, await trackAndTrigger(deps, scope.em, project.id, idempotencyKey(req), body));
+    replay(res, await trackAndTrigger(deps, scope, project.id, idempotencyKey(req), body));
 
   api.add({
     method: 'post',

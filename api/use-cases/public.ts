@@ -1,10 +1,10 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { z } from 'zod';
-import { trackEvent } from '../../db/events/track';
+import { type TrackedEvent, trackEvent } from '../../db/events/track';
 import { type QueuedEmail, queueSend, queueSendOne } from '../../db/messages/send';
 import { idempotent, type StoredResponse } from '../../db/projects/idempotency';
 import { outboxNotice } from '../../mail/outbox';
-import type { AppDeps } from '../context';
+import type { AppDeps, RequestScope } from '../context';
 import type { trackBody } from '../schemas/events';
 import { MESSAGE_MAX_BYTES, type sendBody } from '../schemas/send';
 
@@ -55,29 +55,29 @@ export async function sendTransactional(
  */
 export async function trackAndTrigger(
   deps: Pick<AppDeps, 'config' | 'wakeups' | 'tracking'>,
-  em: EntityManager,
+  scope: Pick<RequestScope, 'em'>,
   projectId: string,
   idempotencyKey: string | undefined,
   body: z.output<typeof trackBody>,
 ): Promise<Replayable> {
+  const answer = (tracked: TrackedEvent): StoredResponse => ({
+    status: 200,
+    body: { success: true, data: { contact: tracked.contact, event: tracked.event, timestamp: tracked.timestamp } },
+  });
+  // The event and what it triggers in one statement: a 200 is a promise kept after any crash.
   let queued = false;
-  const result = await idempotent(
-    em,
-    projectId,
-    'track',
-    idempotencyKey,
-    body,
-    async (tx) => {
-      // The event and what it triggers in one statement: a 200 is a promise kept after any crash.
-      const tracked =
-        idempotencyKey === undefined
-          ? await deps.tracking.track(projectId, body)
-          : await trackEvent(tx, projectId, deps.config.temporal.taskQueue, body);
+  let result: Replayable;
+  if (idempotencyKey === undefined) {
+    const tracked = await deps.tracking.track(projectId, body);
+    queued = tracked.queued;
+    result = { ...answer(tracked), replayed: false };
+  } else {
+    result = await idempotent(scope.em, projectId, 'track', idempotencyKey, body, async (tx) => {
+      const tracked = await trackEvent(tx, projectId, deps.config.temporal.taskQueue, body);
       queued = tracked.queued;
-      return { status: 200, body: { success: true, data: { contact: tracked.contact, event: tracked.event, timestamp: tracked.timestamp } } };
-    },
-    { oneStatement: true },
-  );
+      return answer(tracked);
+    });
+  }
   if (queued) deps.wakeups.triggers(deps.config.temporal.taskQueue);
   return result;
 }

@@ -42,9 +42,6 @@ const inProgress = () =>
  * first one commits (it then replays the stored response) or rolls back (it then runs); past
  * IDEMPOTENCY_WAIT_MS it is a 409 IDEMPOTENCY_KEY_IN_PROGRESS. A repeat with another body is a 409
  * IDEMPOTENCY_KEY_REUSED.
- *
- * `oneStatement`: the work writes in a single statement, atomic by itself, so without a key it
- * runs outside a transaction (BEGIN and COMMIT are two round trips of three).
  */
 export async function idempotent(
   em: EntityManager,
@@ -53,9 +50,8 @@ export async function idempotent(
   key: string | undefined,
   body: unknown,
   work: (tx: EntityManager) => Promise<StoredResponse>,
-  opts: { oneStatement?: boolean } = {},
 ): Promise<StoredResponse & { replayed: boolean }> {
-  if (key === undefined) return { ...(await (opts.oneStatement ? work(em) : transaction(em, work))), replayed: false };
+  if (key === undefined) return { ...(await transaction(em, work)), replayed: false };
   const hash = hashBody(body);
   return transaction(em, async (tx) => {
     await query(tx, `set local lock_timeout = ${IDEMPOTENCY_WAIT_MS}`);
