@@ -42,7 +42,9 @@ const accessDenied = () =>
  */
 export function authenticate(sessionSecret: string, orm: Orm) {
   // Concurrent requests' keys are looked up (and counted) in one statement: docs/performance.md.
-  const keyLookups = new Coalescer<KeyLookup, KeyOwner | null>((lookups) => findProjectsByKeys(orm.em.fork(), lookups), KEY_LOOKUP_BATCHES);
+  // One manager for every batch: raw statements only take a pooled connection through it.
+  const em = orm.em.fork();
+  const keyLookups = new Coalescer<KeyLookup, KeyOwner | null>((lookups) => findProjectsByKeys(em, lookups), KEY_LOOKUP_BATCHES);
   return (route: GuardedRoute): RequestHandler =>
     async (req, res, next) => {
       try {

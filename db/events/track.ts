@@ -46,7 +46,9 @@ export class TrackBatches {
   private readonly batches: Coalescer<TrackItem, TrackedEvent>;
 
   constructor(orm: Orm, queue: string) {
-    this.batches = new Coalescer((items) => trackEvents(orm.em.fork(), queue, items), { maxBatch: 64, maxInFlight: 4 });
+    // One manager for every batch: raw statements only take a pooled connection through it.
+    const em = orm.em.fork();
+    this.batches = new Coalescer((items) => trackEvents(em, queue, items), { maxBatch: 64, maxInFlight: 4 });
   }
 
   track(projectId: string, req: TrackRequest): Promise<TrackedEvent> {
