@@ -5,6 +5,7 @@ import type { Config } from '../config';
 import type { RateLimitState } from '../db/projects/rate-limit';
 import type { EngineWakeups } from '../db/messages/engine-wakeups';
 import type { TrackBatches } from '../db/events/track';
+import type { SendBatches } from '../db/messages/send';
 import type { Orm } from '../db/orm';
 import type { Project } from '../db/entities/project';
 import type { Role } from '../db/accounts/members';
@@ -38,6 +39,8 @@ export interface AppDeps {
   wakeups: EngineWakeups;
   /** Tracks events of concurrent requests in shared statements (db/events/track.ts). */
   tracking: TrackBatches;
+  /** Writes /v1/send's common case for concurrent requests in shared statements (db/messages/send.ts). */
+  sending: SendBatches;
 }
 
 export interface AuthContext {

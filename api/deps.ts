@@ -3,6 +3,7 @@ import { createStripeProvider } from '../billing/stripe';
 import type { Config } from '../config';
 import { TrackBatches } from '../db/events/track';
 import { EngineWakeups } from '../db/messages/engine-wakeups';
+import { SendBatches } from '../db/messages/send';
 import type { Orm } from '../db/orm';
 import { linkSigningSecret, sessionSigningSecret } from '../db/projects/secrets';
 import type { DnsLookup } from '../mail/dns';
@@ -28,6 +29,7 @@ export async function buildAppDeps(parts: {
     storage: imageStorageFromConfig(parts.config),
     oauth: oauthProvidersFromConfig(parts.config),
     tracking: new TrackBatches(parts.orm, parts.config.temporal.taskQueue),
+    sending: new SendBatches(parts.orm),
     wakeups: new EngineWakeups(parts.orm, (err) => parts.logger.warn({ err }, 'could not wake the outbox engines (they look within a second anyway)')),
   };
 }

@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { z } from 'zod';
 import { type TrackedEvent, trackEvent } from '../../db/events/track';
-import { type QueuedEmail, queueSend, queueSendOne } from '../../db/messages/send';
+import { type QueuedEmail, queueSend } from '../../db/messages/send';
 import { idempotent, type StoredResponse } from '../../db/projects/idempotency';
 import { outboxNotice } from '../../mail/outbox';
 import type { AppDeps, RequestScope } from '../context';
@@ -17,11 +17,11 @@ type Replayable = StoredResponse & { replayed: boolean };
 
 /**
  * POST /v1/send: one email row per recipient, then the delivery engine is woken (unless the answer
- * was replayed). Without an Idempotency-Key, one recipient goes the way without a transaction
- * (queueSendOne), when it can.
+ * was replayed). Without an Idempotency-Key, one recipient goes the way without a transaction,
+ * in statements shared with concurrent requests (SendBatches), when it can.
  */
 export async function sendTransactional(
-  deps: Pick<AppDeps, 'config' | 'linkSecret' | 'wakeups'>,
+  deps: Pick<AppDeps, 'config' | 'linkSecret' | 'wakeups' | 'sending'>,
   em: EntityManager,
   projectId: string,
   idempotencyKey: string | undefined,
@@ -39,7 +39,7 @@ export async function sendTransactional(
     const outbox = deps.config.outbox ? { outbox: outboxNotice(deps.config.publicUrl) } : {};
     return { status: 200, body: { success: true, data: { emails, timestamp: new Date().toISOString(), ...outbox } } };
   };
-  const one = idempotencyKey === undefined ? await queueSendOne(em, ctx, body) : {};
+  const one = idempotencyKey === undefined ? await deps.sending.send(em, ctx, body) : {};
   const result =
     'emails' in one
       ? { ...answer(one.emails), replayed: false }

@@ -81,48 +81,105 @@ export interface UpsertResult {
   transient: Record<string, JsonValue>;
 }
 
+export interface ContactUpsert extends ContactInput {
+  projectId: string;
+  /** A new contact's subscription when the input says nothing. */
+  subscribedWhenNew: boolean;
+  /** The id it gets if it is new, when the caller chose it (to render with it); else drawn here. */
+  newId?: string;
+}
+
+export interface PlannedUpsert {
+  /** The id the contact gets if it is new. */
+  newId: string;
+  patch: DataPatch;
+}
+
 /**
- * The upsert by email as the CTE `up` (CONTACT_COLUMNS, `inserted`, `previous_subscribed`), after
- * the registration of new keys: `with …, up as (…)`, for a statement that goes on from there.
- * `newId` is the id the contact gets if it is new.
+ * Creates or patches contacts by email, several in one statement (each contact at most once), as
+ * CTEs for a statement that goes on from there (`with …, changed as (…)`):
+ *  - `r`: the inputs (`ord` is an input's index, `project_id`, `email`, `set_data`);
+ *  - `registered`: keys seen for the first time, with the type of the first input that has them;
+ *  - `previous`: the rows as they were, locked in (project, email) order, so two statements never
+ *    wait on each other in a cycle;
+ *  - `up`: the rows as written (CONTACT_COLUMNS, `project_id`, `inserted`, `previous_subscribed`);
+ *  - `changed`, with `recordChanges`: contact.subscribed / contact.unsubscribed, when an explicit
+ *    value changed an existing contact's state (recordSubscriptionChange's rule, in SQL).
  */
-export function upsertContactCtes(
-  projectId: string,
-  input: ContactInput,
-  opts: { subscribedWhenNew: boolean },
-): { sql: string; params: unknown[]; patch: DataPatch; newId: string } {
-  const email = normalizeEmail(input.email);
-  const id = newId('cnt');
-  const patch = planDataPatch(input.data);
-  const reg = registerFieldsCte(projectId, patch);
-  const sql = `${reg.sql || 'with '}previous as (
-      select subscribed from contacts where project_id = ? and email = ? for update
-    ), up as (
-      insert into contacts as c (id, project_id, email, subscribed, data)
-      -- Reading "previous" here makes PostgreSQL lock and read the old row before the write;
-      -- referenced only in RETURNING, it would run after it and see nothing.
-      select ?, ?, ?, ?, ?::jsonb from (select count(*) from previous) as locked
-      on conflict (project_id, email) do update set
-        subscribed = coalesce(?::boolean, c.subscribed),
-        data = (c.data || ?::jsonb) - ?::text[],
-        updated_at = now()
-      returning ${CONTACT_COLUMNS}, (xmax = 0) as inserted, (select subscribed from previous) as previous_subscribed
-    )`;
-  const setJson = JSON.stringify(patch.set);
+export function contactUpsertCtes(inputs: readonly ContactUpsert[], opts: { recordChanges: boolean }): { sql: string; params: unknown[]; planned: PlannedUpsert[] } {
+  const cols = {
+    ord: [] as number[],
+    project: [] as string[],
+    email: [] as string[],
+    newId: [] as string[],
+    subscribedNew: [] as boolean[],
+    subscribedGiven: [] as (boolean | null)[],
+    set: [] as string[],
+    remove: [] as string[],
+    changeId: [] as (string | null)[],
+  };
+  const fields = { project: [] as string[], key: [] as string[], type: [] as string[] };
+  const planned = inputs.map((input, ord): PlannedUpsert => {
+    const patch = planDataPatch(input.data);
+    const id = input.newId ?? newId('cnt');
+    cols.ord.push(ord);
+    cols.project.push(input.projectId);
+    cols.email.push(normalizeEmail(input.email));
+    cols.newId.push(id);
+    cols.subscribedNew.push(input.subscribed ?? input.subscribedWhenNew);
+    cols.subscribedGiven.push(input.subscribed ?? null);
+    cols.set.push(JSON.stringify(patch.set));
+    cols.remove.push(JSON.stringify(patch.remove));
+    // Drawn before the caller's own event ids, so a change sorts before the event that carried it.
+    cols.changeId.push(opts.recordChanges ? newId('evt') : null);
+    for (const [key, value] of Object.entries(patch.set)) {
+      fields.project.push(input.projectId);
+      fields.key.push(key);
+      fields.type.push(inferFieldType(value));
+    }
+    return { newId: id, patch };
+  });
+  const sql = `with r as (
+       select * from unnest(?::int[], ?::text[], ?::text[], ?::text[], ?::boolean[], ?::boolean[], ?::jsonb[], ?::jsonb[], ?::text[])
+         as r(ord, project_id, email, new_id, subscribed_new, subscribed_given, set_data, remove, change_id)
+     ), registered as (
+       insert into contact_fields (project_id, key, type)
+       select distinct on (project_id, key) project_id, key, type
+       from unnest(?::text[], ?::text[], ?::text[]) with ordinality as f(project_id, key, type, n)
+       order by project_id, key, n
+       on conflict do nothing
+     ), previous as (
+       select c.project_id, c.email, c.subscribed from contacts c join r on c.project_id = r.project_id and c.email = r.email
+       order by c.project_id, c.email
+       for update of c
+     ), up as (
+       insert into contacts as c (id, project_id, email, subscribed, data)
+       -- Reading "previous" here makes PostgreSQL lock and read the old rows before the write;
+       -- referenced only later, it would run after it and see nothing.
+       select r.new_id, r.project_id, r.email, r.subscribed_new, r.set_data from r, (select count(*) from previous) as locked
+       order by r.project_id, r.email
+       on conflict (project_id, email) do update set
+         subscribed = coalesce((select r.subscribed_given from r where r.project_id = excluded.project_id and r.email = excluded.email), c.subscribed),
+         data = (c.data || excluded.data)
+           - (select array(select jsonb_array_elements_text(r.remove)) from r where r.project_id = excluded.project_id and r.email = excluded.email),
+         updated_at = now()
+       returning ${CONTACT_COLUMNS}, c.project_id, (xmax = 0) as inserted,
+         (select p.subscribed from previous p where p.project_id = c.project_id and p.email = c.email) as previous_subscribed
+     )${
+       opts.recordChanges
+         ? `, changed as (
+       insert into events (id, project_id, contact_id, name, data)
+       select r.change_id, up.project_id, up.id, case when up.subscribed then 'contact.subscribed' else 'contact.unsubscribed' end, '{}'::jsonb
+       from up join r on r.project_id = up.project_id and r.email = up.email
+       where not up.inserted and up.previous_subscribed <> up.subscribed
+     )`
+         : ''
+     }`;
   const params = [
-    ...reg.params,
-    projectId,
-    email,
-    id,
-    projectId,
-    email,
-    input.subscribed ?? opts.subscribedWhenNew,
-    setJson,
-    input.subscribed ?? null,
-    setJson,
-    patch.remove,
+    cols.ord, cols.project, cols.email, cols.newId, cols.subscribedNew, cols.subscribedGiven, cols.set, cols.remove, cols.changeId,
+    fields.project, fields.key, fields.type,
   ];
-  return { sql, params, patch, newId: id };
+  return { sql, params, planned };
 }
 
 /** Create or patch by email in one statement, applying the `data` rules. */
@@ -132,13 +189,13 @@ export async function upsertContact(
   input: ContactInput,
   opts: { subscribedWhenNew: boolean },
 ): Promise<UpsertResult> {
-  const { sql, params, patch } = upsertContactCtes(projectId, input, opts);
+  const { sql, params, planned } = contactUpsertCtes([{ ...input, projectId, subscribedWhenNew: opts.subscribedWhenNew }], { recordChanges: false });
   const row = await queryOne<ContactRow & { inserted: boolean; previous_subscribed: boolean | null }>(em, `${sql} select * from up`, params);
   return {
     contact: toContactDto(row!),
     isNew: row!.inserted,
     previousSubscribed: row!.inserted ? null : row!.previous_subscribed,
-    transient: patch.transient,
+    transient: planned[0]!.patch.transient,
   };
 }
 

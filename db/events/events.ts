@@ -62,21 +62,6 @@ export async function recordSubscriptionChange(
   await recordEvent(em, projectId, contactId, current ? 'contact.subscribed' : 'contact.unsubscribed');
 }
 
-/**
- * recordSubscriptionChange inside a statement that upserts the contact as the CTE `up`
- * (db/contacts/contacts.ts upsertContactCtes): `, changed as (…)` to append to its CTEs.
- */
-export function subscriptionChangeCte(projectId: string): { sql: string; params: unknown[] } {
-  return {
-    sql: `, changed as (
-       insert into events (id, project_id, contact_id, name, data)
-       select ?, ?, up.id, case when up.subscribed then 'contact.subscribed' else 'contact.unsubscribed' end, '{}'::jsonb from up
-       where not up.inserted and up.previous_subscribed <> up.subscribed
-     )`,
-    params: [newId('evt'), projectId],
-  };
-}
-
 export async function listEvents(
   em: EntityManager,
   projectId: string,

@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Coalescer } from '../coalescer';
-import { normalizeEmail } from '../contacts/contacts';
-import { inferFieldType, planDataPatch } from '../contacts/data';
+import { contactUpsertCtes, normalizeEmail } from '../contacts/contacts';
+import { inContactRounds } from '../contacts/rounds';
 import { newId } from '../ids';
 import type { Orm } from '../orm';
 import { query } from '../sql';
@@ -56,54 +56,15 @@ export class TrackBatches {
   }
 }
 
-/**
- * Tracks every item, in order: items for the same contact go in separate statements one after
- * another (a statement writes each contact once), the others together. When a statement of
- * several fails, its items go again one by one, so only the one at fault gets an error.
- */
-export async function trackEvents(em: EntityManager, queue: string, items: readonly TrackItem[]): Promise<(TrackedEvent | Error)[]> {
-  const results: (TrackedEvent | Error)[] = new Array(items.length);
-  // Round k takes the k-th request for each contact.
-  const rounds: number[][] = [];
-  const seen = new Map<string, number>();
-  items.forEach((item, i) => {
-    const contact = `${item.projectId}\n${normalizeEmail(item.req.email)}`;
-    const round = seen.get(contact) ?? 0;
-    seen.set(contact, round + 1);
-    (rounds[round] ??= []).push(i);
-  });
-  for (const round of rounds) {
-    try {
-      const tracked = await trackDistinct(em, queue, round.map((i) => items[i]!));
-      round.forEach((i, k) => (results[i] = tracked[k]!));
-    } catch (err) {
-      if (round.length === 1 || !isStatementError(err)) {
-        for (const i of round) results[i] = err as Error;
-        continue;
-      }
-      for (const i of round) {
-        results[i] = await trackDistinct(em, queue, [items[i]!]).then(
-          (tracked) => tracked[0]!,
-          (single: unknown) => single as Error,
-        );
-      }
-    }
-  }
-  return results;
+/** Tracks every item, in order, a contact's items in statements one after another (db/contacts/rounds.ts). */
+export function trackEvents(em: EntityManager, queue: string, items: readonly TrackItem[]): Promise<(TrackedEvent | Error)[]> {
+  return inContactRounds(items, (item) => `${item.projectId}\n${normalizeEmail(item.req.email)}`, (round) => trackDistinct(em, queue, round));
 }
-
-/** An error PostgreSQL raised for the statement (SQLSTATE), as opposed to a lost connection. */
-const isStatementError = (err: unknown) => {
-  const code = (err as { code?: unknown }).code;
-  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && !code.startsWith('08') && !code.startsWith('57');
-};
 
 /**
  * One statement for items of distinct contacts:
- *  - the contacts are upserted (a new one is subscribed unless `subscribed: false` is sent), keys
- *    seen for the first time registered with their type (the first item's type wins), and the
- *    rows locked in one order (project, email), so two batches never wait on each other in a cycle;
- *  - contact.subscribed / contact.unsubscribed is recorded when an explicit value changed the state;
+ *  - the contacts are upserted (db/contacts/contacts.ts contactUpsertCtes: a new one is subscribed
+ *    unless `subscribed: false` is sent) and a subscription change an explicit value made is recorded;
  *  - each event is stored with its data (one-shot `{value, persistent:false}` values only reach the
  *    trigger's context);
  *  - what it must cause later is written beside it (trigger_outbox, the transactional outbox): a
@@ -112,80 +73,27 @@ const isStatementError = (err: unknown) => {
  *    The caller wakes the trigger dispatcher after the commit (db/messages/engine-wakeups.ts).
  */
 async function trackDistinct(em: EntityManager, queue: string, items: readonly TrackItem[]): Promise<TrackedEvent[]> {
-  const cols = {
-    ord: [] as number[],
-    project: [] as string[],
-    email: [] as string[],
-    newId: [] as string[],
-    subscribedNew: [] as boolean[],
-    subscribedGiven: [] as (boolean | null)[],
-    set: [] as string[],
-    remove: [] as string[],
-    changeId: [] as string[],
-    eventId: [] as string[],
-    name: [] as string[],
-    context: [] as string[],
-  };
-  const fields = { project: [] as string[], key: [] as string[], type: [] as string[] };
-  items.forEach(({ projectId, req }, ord) => {
-    const patch = planDataPatch(req.data);
-    cols.ord.push(ord);
-    cols.project.push(projectId);
-    cols.email.push(normalizeEmail(req.email));
-    cols.newId.push(newId('cnt'));
-    cols.subscribedNew.push(req.subscribed ?? true);
-    cols.subscribedGiven.push(req.subscribed ?? null);
-    cols.set.push(JSON.stringify(patch.set));
-    cols.remove.push(JSON.stringify(patch.remove));
-    // In this order, so the subscription change sorts before the event that carried it.
-    cols.changeId.push(newId('evt'));
-    cols.eventId.push(newId('evt'));
-    cols.name.push(req.event);
+  const contacts = contactUpsertCtes(
+    items.map(({ projectId, req }) => ({ projectId, email: req.email, data: req.data, subscribed: req.subscribed, subscribedWhenNew: true })),
+    { recordChanges: true },
+  );
+  const events = { ord: [] as number[], id: [] as string[], name: [] as string[], context: [] as string[] };
+  items.forEach(({ req }, ord) => {
+    const { patch } = contacts.planned[ord]!;
+    events.ord.push(ord);
+    events.id.push(newId('evt'));
+    events.name.push(req.event);
     // What a triggered workflow gets as its context: the event's data and its one-shot values.
-    cols.context.push(JSON.stringify({ ...patch.set, ...patch.transient }));
-    for (const [key, value] of Object.entries(patch.set)) {
-      fields.project.push(projectId);
-      fields.key.push(key);
-      fields.type.push(inferFieldType(value));
-    }
+    events.context.push(JSON.stringify({ ...patch.set, ...patch.transient }));
   });
   const rows = await query<{ ord: number; contact: string; event: string; created_at: Date; queued: boolean }>(
     em,
-    `with r as (
-       select * from unnest(?::int[], ?::text[], ?::text[], ?::text[], ?::boolean[], ?::boolean[], ?::jsonb[], ?::jsonb[], ?::text[], ?::text[], ?::text[], ?::jsonb[])
-         as r(ord, project_id, email, new_id, subscribed_new, subscribed_given, set_data, remove, change_id, event_id, name, context)
-     ), registered as (
-       insert into contact_fields (project_id, key, type)
-       select distinct on (project_id, key) project_id, key, type
-       from unnest(?::text[], ?::text[], ?::text[]) with ordinality as f(project_id, key, type, n)
-       order by project_id, key, n
-       on conflict do nothing
-     ), previous as (
-       select c.project_id, c.email, c.subscribed from contacts c join r on c.project_id = r.project_id and c.email = r.email
-       order by c.project_id, c.email
-       for update of c
-     ), up as (
-       insert into contacts as c (id, project_id, email, subscribed, data)
-       -- Reading "previous" here makes PostgreSQL lock and read the old rows before the write;
-       -- referenced only later, it would run after it and see nothing.
-       select r.new_id, r.project_id, r.email, r.subscribed_new, r.set_data from r, (select count(*) from previous) as locked
-       order by r.project_id, r.email
-       on conflict (project_id, email) do update set
-         subscribed = coalesce((select r.subscribed_given from r where r.project_id = excluded.project_id and r.email = excluded.email), c.subscribed),
-         data = (c.data || excluded.data)
-           - (select array(select jsonb_array_elements_text(r.remove)) from r where r.project_id = excluded.project_id and r.email = excluded.email),
-         updated_at = now()
-       returning c.id, c.project_id, c.email, c.subscribed, (xmax = 0) as inserted
-     ), changed as (
-       insert into events (id, project_id, contact_id, name, data)
-       select r.change_id, r.project_id, up.id, case when up.subscribed then 'contact.subscribed' else 'contact.unsubscribed' end, '{}'::jsonb
-       from r join up on up.project_id = r.project_id and up.email = r.email
-       join previous p on p.project_id = r.project_id and p.email = r.email
-       where not up.inserted and p.subscribed <> up.subscribed
+    `${contacts.sql}, e as (
+       select * from unnest(?::int[], ?::text[], ?::text[], ?::jsonb[]) as e(ord, event_id, name, context)
      ), ev as (
        insert into events (id, project_id, contact_id, name, data)
-       select r.event_id, r.project_id, up.id, r.name, r.set_data
-       from r join up on up.project_id = r.project_id and up.email = r.email
+       select e.event_id, r.project_id, up.id, e.name, r.set_data
+       from e join r on r.ord = e.ord join up on up.project_id = r.project_id and up.email = r.email
        returning id, project_id, contact_id, name, created_at
      ), active as (
        select ev.id as event_id, coalesce(array_agg(w.id order by w.id) filter (where w.id is not null), '{}') as ids
@@ -194,20 +102,15 @@ async function trackDistinct(em: EntityManager, queue: string, items: readonly T
        group by ev.id
      ), queued as (
        insert into trigger_outbox (queue, project_id, contact_id, event_id, name, tracked_at, context, signal_executions)
-       select ?, ev.project_id, ev.contact_id, ev.id, ev.name, ev.created_at, r.context, active.ids
-       from ev join active on active.event_id = ev.id join r on r.event_id = ev.id
+       select ?, ev.project_id, ev.contact_id, ev.id, ev.name, ev.created_at, e.context, active.ids
+       from ev join active on active.event_id = ev.id join e on e.event_id = ev.id
        where cardinality(active.ids) > 0
           or exists (select 1 from workflows w where w.project_id = ev.project_id and w.enabled and w.trigger_config->>'eventName' = ev.name)
        returning event_id
      )
-     select r.ord, ev.contact_id as contact, ev.id as event, ev.created_at, exists (select 1 from queued q where q.event_id = ev.id) as queued
-     from r join ev on ev.id = r.event_id`,
-    [
-      cols.ord, cols.project, cols.email, cols.newId, cols.subscribedNew, cols.subscribedGiven,
-      cols.set, cols.remove, cols.changeId, cols.eventId, cols.name, cols.context,
-      fields.project, fields.key, fields.type,
-      queue,
-    ],
+     select e.ord, ev.contact_id as contact, ev.id as event, ev.created_at, exists (select 1 from queued q where q.event_id = ev.id) as queued
+     from e join ev on ev.id = e.event_id`,
+    [...contacts.params, events.ord, events.id, events.name, events.context, queue],
   );
   const tracked: TrackedEvent[] = new Array(items.length);
   for (const row of rows) {

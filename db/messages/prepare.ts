@@ -16,8 +16,8 @@ import { query, queryOne } from '../sql';
  *                 the marketing context (footer, unsubscribe headers), tracking on or off;
  *   prepareEmail  once per recipient: the id, then the contact's rendering with it;
  *   writeEmails   once per transaction: the billing cap, the only INSERT INTO emails, and the
- *                 delivery engine's wake-up (writeEmailWithContact: the same INSERT in the statement
- *                 that upserts the recipient, for /v1/send to one uncapped recipient).
+ *                 delivery engine's wake-up (writeEmailsWithContacts: the same INSERT in the
+ *                 statement that upserts the recipients, for /v1/send to one uncapped recipient).
  *
  * Suppression and a disabled project are checked where the email goes out (the delivery engine
  * and the campaign batch read them with the row), so an email written before either changed is
@@ -73,20 +73,26 @@ export interface Links {
   linkSecret: string;
 }
 
+/** What a plan reads about its sender: the domain's row, and whether the project caps the source. */
+export interface SenderFacts {
+  domain: { id: string; status: DomainStatus } | undefined;
+  capped: boolean;
+}
+
 /**
  * Refusals come in this order, and each is an AppError: the sender's domain (403
- * DOMAIN_NOT_VERIFIED), then the template's syntax (422 naming the field).
+ * DOMAIN_NOT_VERIFIED), then the template's syntax (422 naming the field). `facts`, when the
+ * caller read them with other rows (db/messages/send.ts SendBatches), saves the lookup.
  */
-export async function planEmails(em: EntityManager, input: PlanInput, ctx: { senders: SenderPolicy; links: Links }): Promise<EmailPlan> {
-  // One round trip for both facts: this runs on every /v1/send.
+export async function planEmails(
+  em: EntityManager,
+  input: PlanInput,
+  ctx: { senders: SenderPolicy; links: Links },
+  facts?: SenderFacts,
+): Promise<EmailPlan> {
   const domain = senderDomain(input.from.email);
-  const facts = await queryOne<{ id: string | null; status: DomainStatus | null; capped: boolean }>(
-    em,
-    `select d.id, d.status, exists (select 1 from billing_limits where project_id = ? and category = ?) as capped
-     from (values (1)) as one left join domains d on d.project_id = ? and d.domain = ?`,
-    [input.projectId, input.source, input.projectId, domain],
-  );
-  const domainId = acceptedSenderDomain(domain, facts!.id ? { id: facts!.id, status: facts!.status! } : undefined, ctx.senders);
+  facts ??= await readSenderFacts(em, input.projectId, input.source, domain);
+  const domainId = acceptedSenderDomain(domain, facts.domain, ctx.senders);
   const content = compileContent(input.subject, input.body, input.format);
   const marketing = input.marketing === true ? await marketingContext(em, input.projectId) : input.marketing;
   return {
@@ -95,7 +101,7 @@ export async function planEmails(em: EntityManager, input: PlanInput, ctx: { sen
     templateId: input.templateId ?? null,
     campaignId: input.campaignId ?? null,
     domainId,
-    checkCap: facts!.capped || !!input.longLived,
+    checkCap: facts.capped || !!input.longLived,
     from: input.from,
     replyTo: input.replyTo,
     content,
@@ -106,6 +112,17 @@ export async function planEmails(em: EntityManager, input: PlanInput, ctx: { sen
     queue: input.queue,
     links: ctx.links,
   };
+}
+
+// One round trip for both facts: this runs on every /v1/send.
+async function readSenderFacts(em: EntityManager, projectId: string, source: EmailSource, domain: string): Promise<SenderFacts> {
+  const row = await queryOne<{ id: string | null; status: DomainStatus | null; capped: boolean }>(
+    em,
+    `select d.id, d.status, exists (select 1 from billing_limits where project_id = ? and category = ?) as capped
+     from (values (1)) as one left join domains d on d.project_id = ? and d.domain = ?`,
+    [projectId, source, projectId, domain],
+  );
+  return { domain: row!.id ? { id: row!.id, status: row!.status! } : undefined, capped: row!.capped };
 }
 
 export interface PreparedEmail {
@@ -277,25 +294,25 @@ const insertEmails = (where = '') => `insert into emails (id, project_id, contac
        on conflict (project_id, source_key) where source_key is not null do nothing`;
 
 /**
- * writeEmails for one email whose contact the same statement upserts (`contact`: the CTEs of
- * db/contacts/contacts.ts upsertContactCtes, and any after them): one statement, atomic without
- * a transaction. The email is written only if the upsert left the contact with the id it was
- * rendered for (another request may have created the address first); false when it did not, and
- * nothing of the email was written. No cap check and no wake-up: a plan that checks the cap goes
- * through writeEmails in a transaction, and the caller wakes the engine.
+ * writeEmails for emails whose contacts the same statement upserts (`contacts`: the CTEs of
+ * db/contacts/contacts.ts contactUpsertCtes, and any after them): one statement, atomic without
+ * a transaction. An email is written only if the upsert left its contact with the id it was
+ * rendered for (another request may have created the address first); the ids of those written
+ * come back, and of the others nothing was written. No cap check and no wake-up: a plan that
+ * checks the cap goes through writeEmails in a transaction, and the caller wakes the engine.
  */
-export async function writeEmailWithContact(em: EntityManager, contact: { sql: string; params: unknown[] }, email: PreparedEmail): Promise<boolean> {
-  if (email.plan.checkCap) throw new Error('writeEmailWithContact: a capped plan is written by writeEmails, in a transaction');
-  const row = await queryOne<{ written: boolean }>(
+export async function writeEmailsWithContacts(em: EntityManager, contacts: { sql: string; params: unknown[] }, emails: PreparedEmail[]): Promise<Set<string>> {
+  if (emails.some((e) => e.plan.checkCap)) throw new Error('writeEmailsWithContacts: a capped plan is written by writeEmails, in a transaction');
+  const rows = await query<{ id: string }>(
     em,
-    `${contact.sql}, ${EMAIL_INPUT}, ins as (
+    `${contacts.sql}, ${EMAIL_INPUT}, ins as (
        ${insertEmails('where exists (select 1 from up where up.id = input.contact_id)')}
        returning id
      )
-     select exists (select 1 from ins) as written`,
-    [...contact.params, inputRows([email])],
+     select id from ins`,
+    [...contacts.params, inputRows(emails)],
   );
-  return row!.written;
+  return new Set(rows.map((r) => r.id));
 }
 
 /** New rows come back with only their id; rows found under a source key come back whole. */

@@ -1,14 +1,20 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError, validationError } from '../../errors';
 import type { AttachmentFile } from '../../mail/compose';
-import { type ContactDto, findContactByEmail, normalizeEmail, upsertContact, upsertContactCtes } from '../contacts/contacts';
+import { Coalescer } from '../coalescer';
+import { CONTACT_COLUMNS, type ContactDto, type ContactRow, type ContactUpsert, contactUpsertCtes, normalizeEmail, toContactDto, upsertContact } from '../contacts/contacts';
+import { planDataPatch } from '../contacts/data';
+import { inContactRounds } from '../contacts/rounds';
 import type { JsonValue } from '../entities/contact';
 import type { BodyFormat } from './content';
-import type { SenderPolicy } from '../domains/domains';
-import { createAttachmentSet } from './emails';
-import { type EmailPlan, planEmails, type PreparedEmail, prepareEmail, writeEmailWithContact, writeEmails } from './prepare';
-import { recordSubscriptionChange, subscriptionChangeCte } from '../events/events';
-import { getTemplate } from '../templates/templates';
+import { type DomainStatus, senderDomain, type SenderPolicy } from '../domains/domains';
+import { createAttachmentSet, type EmailSource } from './emails';
+import { type EmailPlan, planEmails, type PreparedEmail, prepareEmail, type SenderFacts, writeEmails, writeEmailsWithContacts } from './prepare';
+import { recordSubscriptionChange } from '../events/events';
+import { newId } from '../ids';
+import type { Orm } from '../orm';
+import { query } from '../sql';
+import { getTemplate, type TemplateDto } from '../templates/templates';
 
 type Mailbox = string | { name?: string; email: string };
 
@@ -54,15 +60,29 @@ export interface SendPlan {
   attachments: AttachmentFile[];
 }
 
-/** The refusals that come before any write: no sender, the sender's domain, the template, the size. */
-async function planSend(em: EntityManager, ctx: SendContext, req: SendRequest): Promise<SendPlan> {
+interface Sender {
+  template: TemplateDto | undefined;
+  from: { email: string; name?: string };
+}
+
+/** The template and the sender a send names: the first refusals. */
+async function senderOf(em: EntityManager, ctx: SendContext, req: SendRequest): Promise<Sender> {
   const template = req.template ? await getTemplate(em, ctx.projectId, req.template) : undefined;
-  const body = req.body ?? template?.body;
   const from = req.from ? mailbox(req.from) : template?.from ? { email: template.from, name: template.fromName ?? undefined } : undefined;
   if (!from) {
     const message = template ? `The template ${template.id} has no sender; give \`from\`` : 'Required: give `from`, or a template that has a sender';
     throw validationError([{ field: 'from', message, code: 'invalid_type' }]);
   }
+  return { template, from };
+}
+
+/**
+ * The refusals that come before any write: no sender, the sender's domain, the template, the size.
+ * `facts`: the sender's, when the caller read them (SendBatches).
+ */
+async function planSend(em: EntityManager, ctx: SendContext, req: SendRequest, sender?: Sender, facts?: SenderFacts): Promise<SendPlan> {
+  const { template, from } = sender ?? (await senderOf(em, ctx, req));
+  const body = req.body ?? template?.body;
   const attachments = req.attachments ?? [];
   const plan = await planEmails(
     em,
@@ -81,6 +101,7 @@ async function planSend(em: EntityManager, ctx: SendContext, req: SendRequest): 
       queue: ctx.queue,
     },
     { senders: ctx.senders, links: { publicUrl: ctx.publicUrl, linkSecret: ctx.linkSecret } },
+    facts,
   );
   const size = Buffer.byteLength(body!) + attachments.reduce((n, a) => n + a.content.length, 0);
   if (size > ctx.maxMessageBytes) {
@@ -117,42 +138,106 @@ export async function queueSend(em: EntityManager, ctx: SendContext, req: SendRe
   return prepared.map((p, i) => ({ contact: { id: p.contactId!, email: p.toEmail }, email: written[i]!.id }));
 }
 
+interface FactsItem {
+  projectId: string;
+  domain: string;
+  /** Normalized. */
+  email: string;
+}
+
+interface Facts {
+  sender: SenderFacts;
+  contact: ContactDto | undefined;
+}
+
+interface WriteItem {
+  contact: ContactUpsert;
+  email: PreparedEmail;
+}
+
 /**
  * The common /v1/send (one recipient, no attachments, no monthly cap on transactional mail)
- * without a transaction: what queueSend writes, in one statement (with the API key's lookup, 3
- * round trips one after another where the transaction took 6: docs/performance.md). The contact
- * is read beside the plan and rendered as the upsert will leave it; the statement upserts it,
- * records a subscription change and writes the email, which it skips if the upsert kept another
- * id than the one rendered (the address was created meanwhile). Undefined when this path does not
- * apply or lost that race: then the caller runs queueSend in a transaction, which repeats the
- * upsert harmlessly.
+ * without a transaction, and with concurrent requests in shared statements (db/coalescer.ts):
+ * one reads every request's sender facts and contact, and after each request has rendered its
+ * email with the contact as the upsert will leave it, one upserts the contacts, records
+ * subscription changes and writes the emails (a request's own key lookup makes three round trips
+ * in all, each shared). An email is written only if the upsert kept the contact id it was rendered
+ * for (the address was created meanwhile); when it was not, or this path does not apply, `send`
+ * answers without emails and the caller runs queueSend in a transaction, which repeats the upsert
+ * harmlessly.
  */
-export async function queueSendOne(
-  em: EntityManager,
-  ctx: SendContext,
-  req: SendRequest,
-): Promise<{ emails: QueuedEmail[] } | { planned?: SendPlan }> {
-  if (Array.isArray(req.to) && req.to.length !== 1) return {};
-  if (req.attachments?.length) return {};
-  const recipient = mailbox(Array.isArray(req.to) ? req.to[0]! : req.to);
-  const [planned, existing] = await Promise.all([planSend(em, ctx, req), findContactByEmail(em, ctx.projectId, recipient.email)]);
-  const { plan } = planned;
-  if (plan.checkCap) return { planned };
-  const up = upsertContactCtes(ctx.projectId, { email: recipient.email, subscribed: req.subscribed, data: recipientData(req, recipient) }, {
-    subscribedWhenNew: false,
-  });
-  const data: Record<string, JsonValue> = { ...existing?.data, ...up.patch.set };
-  for (const key of up.patch.remove) delete data[key];
-  const contact: ContactDto = {
-    id: existing?.id ?? up.newId,
-    email: normalizeEmail(recipient.email),
-    subscribed: req.subscribed ?? existing?.subscribed ?? false,
-    data,
-    createdAt: existing?.createdAt ?? new Date().toISOString(),
-    updatedAt: new Date().toISOString(),
-  };
-  const email = prepareEmail(plan, contact, { extra: up.patch.transient, toName: recipient.name ?? null });
-  const changed = subscriptionChangeCte(ctx.projectId);
-  const written = await writeEmailWithContact(em, { sql: up.sql + changed.sql, params: [...up.params, ...changed.params] }, email);
-  return written ? { emails: [{ contact: { id: contact.id, email: contact.email }, email: email.id }] } : { planned };
+export class SendBatches {
+  private readonly reads: Coalescer<FactsItem, Facts>;
+  private readonly writes: Coalescer<WriteItem, boolean>;
+
+  constructor(orm: Orm) {
+    // One manager for every batch: raw statements only take a pooled connection through it.
+    const em = orm.em.fork();
+    this.reads = new Coalescer((items) => readFacts(em, items), { maxBatch: 64, maxInFlight: 2 });
+    this.writes = new Coalescer(
+      (items) => inContactRounds(items, (i) => `${i.contact.projectId}\n${normalizeEmail(i.contact.email)}`, (round) => writeRound(em, round)),
+      { maxBatch: 64, maxInFlight: 4 },
+    );
+  }
+
+  async send(em: EntityManager, ctx: SendContext, req: SendRequest): Promise<{ emails: QueuedEmail[] } | { planned?: SendPlan }> {
+    if (Array.isArray(req.to) && req.to.length !== 1) return {};
+    if (req.attachments?.length) return {};
+    const recipient = mailbox(Array.isArray(req.to) ? req.to[0]! : req.to);
+    const sender = await senderOf(em, ctx, req);
+    const email = normalizeEmail(recipient.email);
+    const facts = await this.reads.run({ projectId: ctx.projectId, domain: senderDomain(sender.from.email), email });
+    const planned = await planSend(em, ctx, req, sender, facts.sender);
+    if (planned.plan.checkCap) return { planned };
+    const existing = facts.contact;
+    const upsert: ContactUpsert = {
+      projectId: ctx.projectId,
+      email,
+      subscribed: req.subscribed,
+      data: recipientData(req, recipient),
+      subscribedWhenNew: false,
+      newId: existing?.id ?? newId('cnt'),
+    };
+    const patch = planDataPatch(upsert.data);
+    const data: Record<string, JsonValue> = { ...existing?.data, ...patch.set };
+    for (const key of patch.remove) delete data[key];
+    const contact: ContactDto = {
+      id: upsert.newId!,
+      email,
+      subscribed: req.subscribed ?? existing?.subscribed ?? false,
+      data,
+      createdAt: existing?.createdAt ?? new Date().toISOString(),
+      updatedAt: new Date().toISOString(),
+    };
+    const prepared = prepareEmail(planned.plan, contact, { extra: patch.transient, toName: recipient.name ?? null });
+    const written = await this.writes.run({ contact: upsert, email: prepared });
+    return written ? { emails: [{ contact: { id: contact.id, email }, email: prepared.id }] } : { planned };
+  }
+}
+
+/** Each item's sender facts (a transactional plan's) and contact, in one statement. */
+async function readFacts(em: EntityManager, items: FactsItem[]): Promise<Facts[]> {
+  const rows = await query<Partial<ContactRow> & { ord: number; domain_id: string | null; domain_status: DomainStatus | null; capped: boolean }>(
+    em,
+    `with r as (select * from unnest(?::int[], ?::text[], ?::text[], ?::text[]) as r(ord, project_id, domain, email))
+     select r.ord, d.id as domain_id, d.status as domain_status,
+       exists (select 1 from billing_limits b where b.project_id = r.project_id and b.category = ?) as capped,
+       ${CONTACT_COLUMNS}
+     from r left join domains d on d.project_id = r.project_id and d.domain = r.domain
+       left join contacts c on c.project_id = r.project_id and c.email = r.email`,
+    [items.map((_, i) => i), items.map((i) => i.projectId), items.map((i) => i.domain), items.map((i) => i.email), 'transactional' satisfies EmailSource],
+  );
+  const facts: Facts[] = new Array(items.length);
+  for (const row of rows) {
+    facts[row.ord] = {
+      sender: { domain: row.domain_id ? { id: row.domain_id, status: row.domain_status! } : undefined, capped: row.capped },
+      contact: row.id ? toContactDto(row as ContactRow) : undefined,
+    };
+  }
+  return facts;
+}
+
+async function writeRound(em: EntityManager, items: WriteItem[]): Promise<boolean[]> {
+  const written = await writeEmailsWithContacts(em, contactUpsertCtes(items.map((i) => i.contact), { recordChanges: true }), items.map((i) => i.email));
+  return items.map((i) => written.has(i.email.id));
 }

@@ -112,7 +112,7 @@ test('adding the same addresses to a static segment, creating the missing contac
 test('sending to a new address many times at once: every answer 200, one contact, each email rendered for it', async () => {
   await addVerifiedDomain('send.race.test');
   // One recipient and no Idempotency-Key: the way without a transaction, whose email must not be
-  // written for a contact id that lost the race to create the address (db/messages/send.ts queueSendOne).
+  // written for a contact id that lost the race to create the address (db/messages/send.ts SendBatches).
   const responses = await Promise.all(
     Array.from({ length: BURST }, (_, i) =>
       env
