@@ -199,15 +199,6 @@ export async function upsertContact(
   };
 }
 
-/** The contact with this address, if there is one. */
-export async function findContactByEmail(em: EntityManager, projectId: string, email: string): Promise<ContactDto | undefined> {
-  const row = await queryOne<ContactRow>(em, `select ${CONTACT_COLUMNS} from contacts c where c.project_id = ? and c.email = ?`, [
-    projectId,
-    normalizeEmail(email),
-  ]);
-  return row ? toContactDto(row) : undefined;
-}
-
 export async function getContact(em: EntityManager, projectId: string, id: string): Promise<ContactDto> {
   const row = await queryOne<ContactRow>(em, `select ${CONTACT_COLUMNS} from contacts c where c.project_id = ? and c.id = ?`, [
     projectId,

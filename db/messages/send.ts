@@ -160,8 +160,8 @@ interface WriteItem {
  * without a transaction, and with concurrent requests in shared statements (db/coalescer.ts):
  * one reads every request's sender facts and contact, and after each request has rendered its
  * email with the contact as the upsert will leave it, one upserts the contacts, records
- * subscription changes and writes the emails (a request's own key lookup makes three round trips
- * in all, each shared). An email is written only if the upsert kept the contact id it was rendered
+ * subscription changes and writes the emails (with the API key's lookup, three round trips per
+ * request, each shared). An email is written only if the upsert kept the contact id it was rendered
  * for (the address was created meanwhile); when it was not, or this path does not apply, `send`
  * answers without emails and the caller runs queueSend in a transaction, which repeats the upsert
  * harmlessly.
