@@ -15,6 +15,7 @@ import type { DnsLookup } from '../mail/dns';
 import type { ImageStorage } from '../storage/storage';
 import type { TemporalGateway } from '../temporal/client';
 import type { OAuthProvider, OAuthProviderId } from '../oauth/provider';
+import type { Foreground } from '../foreground';
 
 /** What the API needs from the outside world; built once in server.ts (or by a test). */
 export interface AppDeps {
@@ -25,6 +26,8 @@ export interface AppDeps {
   logger: Logger;
   /** The service's one DNS resolver (DNS_SERVERS). */
   dns: DnsLookup;
+  /** Set when the worker shares this process: it lets the API's requests go first (foreground.ts). */
+  foreground?: Foreground;
   /** Signs unsubscribe / subscribe / manage links (db/projects/secrets.ts). */
   linkSecret: string;
   /** Signs session JWTs (db/projects/secrets.ts). */

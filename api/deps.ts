@@ -11,6 +11,7 @@ import { oauthProvidersFromConfig } from '../oauth/from-config';
 import { imageStorageFromConfig } from '../storage/from-config';
 import type { TemporalGateway } from '../temporal/client';
 import type { AppDeps } from './context';
+import type { Foreground } from '../foreground';
 
 /** Builds the API's dependencies from the configuration; every entry point (server, tests, benches) uses this. */
 export async function buildAppDeps(parts: {
@@ -19,6 +20,7 @@ export async function buildAppDeps(parts: {
   temporal: TemporalGateway;
   logger: Logger;
   dns: DnsLookup;
+  foreground?: Foreground;
 }): Promise<AppDeps> {
   const em = parts.orm.em.fork();
   return {

@@ -40,6 +40,7 @@ import { startDnsServer, type DnsServer } from '../test/helpers/dns';
 import { freePorts, killService, startService, stopService, waitForHealthy } from '../test/helpers/service-process';
 import { startSmtpSink, type SmtpSink } from '../test/helpers/smtp';
 import { type BenchDatabase, createBenchDatabase, jsonClient, log } from './support';
+import { Foreground } from '../foreground';
 
 export const BENCH_RATE_LIMIT = 1_000_000_000;
 
@@ -200,6 +201,8 @@ export async function startStack(opts: {
   log(`database ${db.name} created and migrated`);
   checkpoint();
   const dns = createDnsLookup({ servers: config.dnsServers });
+  // As cli/start.ts wires API and worker in one process.
+  const foreground = new Foreground();
   let worker: WorkerHandle | undefined;
   let servicePid: number | undefined;
   if (opts.service === 'process') {
@@ -209,7 +212,7 @@ export async function startStack(opts: {
   } else {
     const mailer = mailerFromConfig(config, log);
     teardown.add(async () => mailer.close());
-    worker = await startWorker(settings, { orm, dns, mailer, config }, opts.workerOptions ?? {});
+    worker = await startWorker(settings, { orm, dns, mailer, config, foreground }, opts.workerOptions ?? {});
     teardown.add(() => worker!.shutdown());
     if (opts.workerOptions) assertApplied(worker, opts.workerOptions);
   }
@@ -217,7 +220,7 @@ export async function startStack(opts: {
   const gateway = await TemporalGateway.connect(settings, config);
   teardown.add(() => gateway.close());
   if (!servicePid) {
-    const { app } = createApp(await buildAppDeps({ config, orm, temporal: gateway, logger: createLogger(config), dns }));
+    const { app } = createApp(await buildAppDeps({ config, orm, temporal: gateway, logger: createLogger(config), dns, foreground }));
     const server = await new Promise<http.Server>((resolve, reject) => {
       const s = app.listen(port, '127.0.0.1', (err?: Error) => (err ? reject(err) : resolve(s)));
     });

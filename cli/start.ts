@@ -2,6 +2,7 @@ import type { Server } from 'node:http';
 import { createApp } from '../api/app';
 import { buildAppDeps } from '../api/deps';
 import type { Config } from '../config';
+import { Foreground } from '../foreground';
 import { createOrm, migrate } from '../db/orm';
 import { pruneRateLimitWindows } from '../db/projects/rate-limit';
 import { pruneRevokedSessions } from '../db/accounts/revoked-sessions';
@@ -67,11 +68,13 @@ export async function startService(config: Config, opts: StartOptions, log: Log)
     checkpoint();
     const settings = { address: temporal.address, namespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue };
     const dns = createDnsLookup({ servers: config.dnsServers });
+    // One process for both roles: the API's requests go before the worker's background work.
+    const foreground = opts.api && opts.worker ? new Foreground() : undefined;
 
     if (opts.worker) {
       const mailer = mailerFromConfig(config, log);
       stops.push(async () => mailer.close());
-      const worker = await startWorker(settings, { orm, dns, mailer, config });
+      const worker = await startWorker(settings, { orm, dns, mailer, config, foreground });
       stops.push(() => worker.shutdown());
       checkpoint();
       // startWorker returned once the server saw it poll: only now do the API, /health and the
@@ -81,7 +84,7 @@ export async function startService(config: Config, opts: StartOptions, log: Log)
     if (opts.api) {
       const gateway = await TemporalGateway.connect(settings, config);
       stops.push(() => gateway.close());
-      const { app } = createApp(await buildAppDeps({ config, orm, temporal: gateway, logger, dns }));
+      const { app } = createApp(await buildAppDeps({ config, orm, temporal: gateway, logger, dns, foreground }));
       // Express 5 hands a listen error (EADDRINUSE) to this callback rather than throwing it.
       const server: Server = await new Promise((resolve, reject) => {
         const s = app.listen(config.port, (err?: Error) =>

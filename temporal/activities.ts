@@ -1,4 +1,5 @@
 import type { Config } from '../config';
+import type { Foreground } from '../foreground';
 import type { Orm } from '../db/orm';
 import type { OutboxListener } from '../db/messages/outbox-listener';
 import type { DnsLookup } from '../mail/dns';
@@ -24,6 +25,8 @@ export interface ActivityDeps {
   config: Config;
   /** The worker's LISTEN connection: wakes the engines when a writer queues work. */
   listener: OutboxListener;
+  /** Set when the API shares this process: background work that can wait lets its requests go first (foreground.ts). */
+  foreground?: Foreground;
 }
 
 /**

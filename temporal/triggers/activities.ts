@@ -1,5 +1,6 @@
 import { Context } from '@temporalio/activity';
 import type { Config } from '../../config';
+import type { Foreground } from '../../foreground';
 import type { Orm } from '../../db/orm';
 import type { OutboxListener } from '../../db/messages/outbox-listener';
 import { claimTriggers, deleteTriggers, type TriggerRow } from '../../db/events/trigger-outbox';
@@ -21,8 +22,10 @@ const PARALLEL_CONTACTS = 8;
 const IDLE_WAIT_MS = 1000;
 /** A dispatcher that dies holds its rows this long; then they are claimed again. */
 const LEASE_SECONDS = 30;
+/** The longest a start waits for the API of the same process to go quiet: journeys start late, never stall. */
+const FOREGROUND_MAX_WAIT_MS = 2000;
 
-export function createTriggerDispatcherActivities({ orm, config, listener }: { orm: Orm; config: Config; listener: OutboxListener }) {
+export function createTriggerDispatcherActivities({ orm, config, listener, foreground }: { orm: Orm; config: Config; listener: OutboxListener; foreground?: Foreground }) {
   return {
     /**
      * One round of the trigger dispatcher of a task queue: claims tracked events from the outbox
@@ -59,6 +62,8 @@ export function createTriggerDispatcherActivities({ orm, config, listener }: { o
             for (let events = contacts.shift(); events; events = contacts.shift()) {
               for (const row of events) {
                 try {
+                  // A journey may start a moment later; the requests of a burst are answered first.
+                  await foreground?.quiet(FOREGROUND_MAX_WAIT_MS, ctx.cancellationSignal);
                   await deliverTrackedEvent(deps, row, row.signalExecutions);
                   done.push(row.id);
                 } catch (err) {

@@ -13,6 +13,7 @@ import { createDnsLookup } from '../../mail/dns';
 import { mailerFromConfig } from '../../mail/mailer';
 import { TemporalGateway } from '../../temporal/client';
 import { startWorker, type WorkerHandle } from '../../temporal/worker';
+import { Foreground } from '../../foreground';
 
 export interface TestEnv {
   deps: AppDeps;
@@ -49,7 +50,9 @@ export async function startTestEnv(env: Record<string, string> = {}): Promise<Te
   );
   const dns = createDnsLookup({ servers: config.dnsServers, timeoutMs: 1000, tries: 1 });
   const mailer = mailerFromConfig(config);
-  const deps: AppDeps = await buildAppDeps({ config, orm, temporal, logger: createLogger(config), dns });
+  // API and worker share this process, as `tidings start` runs them: the API's requests go first.
+  const foreground = new Foreground();
+  const deps: AppDeps = await buildAppDeps({ config, orm, temporal, logger: createLogger(config), dns, foreground });
   const { app } = createApp(deps);
   const workers: WorkerHandle[] = [];
   return {
@@ -63,7 +66,7 @@ export async function startTestEnv(env: Record<string, string> = {}): Promise<Te
     async startWorker() {
       const handle = await startWorker(
         { address: config.temporal.address!, namespace: config.temporal.namespace, taskQueue },
-        { orm, dns, mailer, config },
+        { orm, dns, mailer, config, foreground },
         { workflowBundle: { codePath: process.env.TEST_WORKFLOW_BUNDLE! } },
       );
       workers.push(handle);
