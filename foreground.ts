@@ -2,7 +2,11 @@ import { type EventLoopUtilization, performance } from 'node:perf_hooks';
 
 /** Requests within this long of each other are one burst. */
 const BURST_GAP_MS = 50;
-/** Above this share of the event loop's time, busy with a burst, the process has no time to spare. */
+/**
+ * A burst that keeps the event loop busier than this has the process's time. Low, because the
+ * API also waits on PostgreSQL on the same cores: at 0.5 a journey still started now and then
+ * during a burst (630 tracks/s), at 0.3 none did (828/s).
+ */
 const SATURATED_ELU = 0.3;
 /** How often a waiting task looks again: often enough to go on soon after a burst, seldom enough to cost nothing. */
 const POLL_MS = 20;
@@ -16,9 +20,9 @@ const ELU_WINDOW_MS = 100;
  * time. A steady trickle of requests leaves the loop mostly idle and holds nothing back.
  * A worker in a process of its own gets no Foreground, and never waits.
  *
- * Why: 1,000 tracked events that each start a journey were answered at 139–160/s, p99 260–370 ms,
+ * Why: 1,000 tracked events that each start a journey were answered at 124–178/s, p99 306–343 ms,
  * on 2 cores, because every journey started during the burst took ~40 ms of CPU from it; waiting
- * for the burst to pass, 710–840/s, p99 64–250 ms, and the journeys finished no later
+ * for the burst to pass, 838–954/s, p99 57–101 ms, and the journeys finished no later
  * (bench/workflows.ts, docs/performance.md).
  */
 export class Foreground {

@@ -49,6 +49,7 @@ export function createApp(deps: AppDeps): App {
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', deps.config.trustProxy);
+  // First, so a request counts as the API's work until its response is sent (foreground.ts).
   if (deps.foreground) app.use(countForeground(deps.foreground));
   app.use(requestLog(deps.logger));
 
