@@ -1,3 +1,5 @@
+import { normalizeEmail } from './contacts';
+
 /**
  * Runs a batch of items that each write one contact, in statements that write each contact at
  * most once (a statement cannot upsert the same row twice): the k-th item for a contact goes in
@@ -7,14 +9,15 @@
  */
 export async function inContactRounds<I, O>(
   items: readonly I[],
-  contactOf: (item: I) => string,
+  contactOf: (item: I) => { projectId: string; email: string },
   run: (items: I[]) => Promise<O[]>,
 ): Promise<(O | Error)[]> {
   const results: (O | Error)[] = new Array(items.length);
   const rounds: number[][] = [];
   const seen = new Map<string, number>();
   items.forEach((item, i) => {
-    const contact = contactOf(item);
+    const { projectId, email } = contactOf(item);
+    const contact = `${projectId}\n${normalizeEmail(email)}`;
     const round = seen.get(contact) ?? 0;
     seen.set(contact, round + 1);
     (rounds[round] ??= []).push(i);

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Coalescer } from '../coalescer';
-import { contactUpsertCtes, normalizeEmail } from '../contacts/contacts';
+import { contactUpsertCtes } from '../contacts/contacts';
 import { inContactRounds } from '../contacts/rounds';
 import { newId } from '../ids';
 import type { Orm } from '../orm';
@@ -58,7 +58,7 @@ export class TrackBatches {
 
 /** Tracks every item, in order, a contact's items in statements one after another (db/contacts/rounds.ts). */
 export function trackEvents(em: EntityManager, queue: string, items: readonly TrackItem[]): Promise<(TrackedEvent | Error)[]> {
-  return inContactRounds(items, (item) => `${item.projectId}\n${normalizeEmail(item.req.email)}`, (round) => trackDistinct(em, queue, round));
+  return inContactRounds(items, (item) => ({ projectId: item.projectId, email: item.req.email }), (round) => trackDistinct(em, queue, round));
 }
 
 /**

@@ -114,15 +114,36 @@ export async function planEmails(
   };
 }
 
-// One round trip for both facts: this runs on every /v1/send.
+/**
+ * The sender facts of each row of a relation `r` (project_id, source, domain), for a select that
+ * may read more beside them (SendBatches reads each request's contact in the same statement):
+ * `select …, ${SENDER_FACTS.columns} from r ${SENDER_FACTS.join}`, each row read with senderFactsOf.
+ */
+export const SENDER_FACTS = {
+  columns: `d.id as domain_id, d.status as domain_status,
+    exists (select 1 from billing_limits b where b.project_id = r.project_id and b.category = r.source) as capped`,
+  join: 'left join domains d on d.project_id = r.project_id and d.domain = r.domain',
+};
+
+export interface SenderFactsRow {
+  domain_id: string | null;
+  domain_status: DomainStatus | null;
+  capped: boolean;
+}
+
+export const senderFactsOf = (row: SenderFactsRow): SenderFacts => ({
+  domain: row.domain_id ? { id: row.domain_id, status: row.domain_status! } : undefined,
+  capped: row.capped,
+});
+
+// One round trip for both facts.
 async function readSenderFacts(em: EntityManager, projectId: string, source: EmailSource, domain: string): Promise<SenderFacts> {
-  const row = await queryOne<{ id: string | null; status: DomainStatus | null; capped: boolean }>(
+  const row = await queryOne<SenderFactsRow>(
     em,
-    `select d.id, d.status, exists (select 1 from billing_limits where project_id = ? and category = ?) as capped
-     from (values (1)) as one left join domains d on d.project_id = ? and d.domain = ?`,
-    [projectId, source, projectId, domain],
+    `select ${SENDER_FACTS.columns} from (select ?::text as project_id, ?::text as source, ?::text as domain) as r ${SENDER_FACTS.join}`,
+    [projectId, source, domain],
   );
-  return { domain: row!.id ? { id: row!.id, status: row!.status! } : undefined, capped: row!.capped };
+  return senderFactsOf(row!);
 }
 
 export interface PreparedEmail {

@@ -7,9 +7,20 @@ import { planDataPatch } from '../contacts/data';
 import { inContactRounds } from '../contacts/rounds';
 import type { JsonValue } from '../entities/contact';
 import type { BodyFormat } from './content';
-import { type DomainStatus, senderDomain, type SenderPolicy } from '../domains/domains';
+import { senderDomain, type SenderPolicy } from '../domains/domains';
 import { createAttachmentSet, type EmailSource } from './emails';
-import { type EmailPlan, planEmails, type PreparedEmail, prepareEmail, type SenderFacts, writeEmails, writeEmailsWithContacts } from './prepare';
+import {
+  type EmailPlan,
+  planEmails,
+  type PreparedEmail,
+  prepareEmail,
+  SENDER_FACTS,
+  type SenderFacts,
+  senderFactsOf,
+  type SenderFactsRow,
+  writeEmails,
+  writeEmailsWithContacts,
+} from './prepare';
 import { recordSubscriptionChange } from '../events/events';
 import { newId } from '../ids';
 import type { Orm } from '../orm';
@@ -175,7 +186,7 @@ export class SendBatches {
     const em = orm.em.fork();
     this.reads = new Coalescer((items) => readFacts(em, items), { maxBatch: 64, maxInFlight: 2 });
     this.writes = new Coalescer(
-      (items) => inContactRounds(items, (i) => `${i.contact.projectId}\n${normalizeEmail(i.contact.email)}`, (round) => writeRound(em, round)),
+      (items) => inContactRounds(items, (i) => i.contact, (round) => writeRound(em, round)),
       { maxBatch: 64, maxInFlight: 4 },
     );
   }
@@ -217,22 +228,18 @@ export class SendBatches {
 
 /** Each item's sender facts (a transactional plan's) and contact, in one statement. */
 async function readFacts(em: EntityManager, items: FactsItem[]): Promise<Facts[]> {
-  const rows = await query<Partial<ContactRow> & { ord: number; domain_id: string | null; domain_status: DomainStatus | null; capped: boolean }>(
+  const rows = await query<Partial<ContactRow> & SenderFactsRow & { ord: number }>(
     em,
-    `with r as (select * from unnest(?::int[], ?::text[], ?::text[], ?::text[]) as r(ord, project_id, domain, email))
-     select r.ord, d.id as domain_id, d.status as domain_status,
-       exists (select 1 from billing_limits b where b.project_id = r.project_id and b.category = ?) as capped,
-       ${CONTACT_COLUMNS}
-     from r left join domains d on d.project_id = r.project_id and d.domain = r.domain
-       left join contacts c on c.project_id = r.project_id and c.email = r.email`,
-    [items.map((_, i) => i), items.map((i) => i.projectId), items.map((i) => i.domain), items.map((i) => i.email), 'transactional' satisfies EmailSource],
+    `with r as (
+       select u.*, ?::text as source from unnest(?::int[], ?::text[], ?::text[], ?::text[]) as u(ord, project_id, domain, email)
+     )
+     select r.ord, ${SENDER_FACTS.columns}, ${CONTACT_COLUMNS}
+     from r ${SENDER_FACTS.join} left join contacts c on c.project_id = r.project_id and c.email = r.email`,
+    ['transactional' satisfies EmailSource, items.map((_, i) => i), items.map((i) => i.projectId), items.map((i) => i.domain), items.map((i) => i.email)],
   );
   const facts: Facts[] = new Array(items.length);
   for (const row of rows) {
-    facts[row.ord] = {
-      sender: { domain: row.domain_id ? { id: row.domain_id, status: row.domain_status! } : undefined, capped: row.capped },
-      contact: row.id ? toContactDto(row as ContactRow) : undefined,
-    };
+    facts[row.ord] = { sender: senderFactsOf(row), contact: row.id ? toContactDto(row as ContactRow) : undefined };
   }
   return facts;
 }
