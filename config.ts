@@ -1,6 +1,7 @@
 import { createPrivateKey } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { smtpOptionsFromUrl } from './mail/smtp-pool';
 
 const optionalString = z
   .string()
@@ -30,7 +31,14 @@ const envSchema = z.object({
   TEMPORAL_DEV_PORT: z.coerce.number().int().min(1).max(65535).default(7233),
   TEMPORAL_UI_PORT: z.coerce.number().int().min(1).max(65535).default(8233),
   TEMPORAL_UI_URL: optionalString.pipe(z.url().optional()),
-  SMTP_URL: optionalString,
+  SMTP_URL: optionalString.superRefine((url, ctx) => {
+    if (url === undefined) return;
+    try {
+      smtpOptionsFromUrl(url);
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: (err as Error).message });
+    }
+  }),
   DNS_SERVERS: optionalString.transform((v) =>
     v === undefined ? [] : v.split(',').map((s) => s.trim()).filter(Boolean),
   ),

@@ -2,9 +2,10 @@
  * The references a bench measures in the same run as the service, on the same stack, so a figure
  * comes with what this machine does without the platform at that moment:
  *
- *  - rawPoolRate: messages composed and DKIM-signed like the service's, through a fresh pooled
- *    nodemailer transport (mail/transport.ts createSmtpMailer, the worker's own pool settings)
- *    straight to the stack's SMTP sink (bench/send.ts, bench/campaign.ts);
+ *  - rawPoolRate: messages composed and DKIM-signed like the service's (mail/compose.ts), through a
+ *    fresh pooled nodemailer transport (5 connections, as the worker's own pool) straight to the
+ *    stack's SMTP sink (bench/send.ts, bench/campaign.ts): the issue's reference, kept on
+ *    nodemailer although the service now sends through mail/smtp-pool.ts;
  *  - bareWorkflowRate: executions of bench/baseline-workflow.ts (one no-op activity) on their own
  *    worker and task queue, against the stack's Temporal dev server (bench/workflows.ts).
  */
@@ -15,9 +16,9 @@ import { loadDomainKeys } from '../db/domains/domains';
 import { compileContent, renderForContact } from '../db/messages/content';
 import type { JsonValue } from '../db/entities/contact';
 import { linkSigningSecret } from '../db/projects/secrets';
-import { composeMessage } from '../mail/compose';
+import nodemailer from 'nodemailer';
+import { composeMessage, renderMessage } from '../mail/compose';
 import { dkimKeyObject } from '../mail/dkim';
-import { createSmtpMailer } from '../mail/transport';
 import type { BareActivities } from './baseline-workflow';
 import type { Stack } from './harness';
 import { closedLoop, log } from './support';
@@ -78,18 +79,24 @@ export async function rawPoolRate(
     return { id, toEmail: contact.email, toName: r.name, fromEmail: spec.fromEmail, fromName: spec.fromName, replyTo: null, ...rendered, attachments: [] };
   });
   if (!stack.config.smtpUrl) throw new Error('raw: the stack has no SMTP_URL');
-  const mailer = createSmtpMailer(stack.config.smtpUrl);
+  const url = new URL(stack.config.smtpUrl);
+  url.searchParams.set('pool', 'true');
+  url.searchParams.set('maxConnections', '5');
+  const pool = nodemailer.createTransport(url.toString());
   const before = stack.sink.messages.length;
   try {
     const start = performance.now();
     const cpu = process.cpuUsage();
-    await closedLoop(count, inFlight, async (i) => void (await mailer.send(composeMessage(emails[i]!, dkim))));
+    await closedLoop(count, inFlight, async (i) => {
+      const { envelope, raw } = await renderMessage(composeMessage(emails[i]!, dkim));
+      await pool.sendMail({ envelope, raw });
+    });
     const seconds = (performance.now() - start) / 1000;
     const used = process.cpuUsage(cpu);
     if (stack.sink.messages.length - before !== count) throw new Error('raw: the sink did not get every message');
     return { count, inFlight, seconds, rate: count / seconds, cpuMs: (used.user + used.system) / 1000 / count };
   } finally {
-    mailer.close();
+    pool.close();
     stack.sink.clear();
   }
 }

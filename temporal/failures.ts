@@ -1,6 +1,6 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import { AppError } from '../errors';
-import type { SmtpError } from '../mail/transport';
+import type { SmtpError } from '../mail/smtp-errors';
 import { SMTP_PERMANENT_ERROR } from './delivery-options';
 
 /**

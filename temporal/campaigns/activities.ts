@@ -26,7 +26,8 @@ import { suppressedAmong } from '../../db/contacts/suppressions';
 import { AppError } from '../../errors';
 import { composeMessage, type StoredEmail } from '../../mail/compose';
 import { dkimKeyObject } from '../../mail/dkim';
-import { type Mailer, relayUnreachable, SmtpError } from '../../mail/transport';
+import { relayUnreachable, SmtpError } from '../../mail/smtp-errors';
+import type { Mailer } from '../../mail/transport';
 import { SentMarks } from '../delivery/sent-marks';
 import { permanent, refusalFailure } from '../failures';
 

@@ -9,7 +9,8 @@ import { PROJECT_DISABLED_ERROR } from '../../db/projects/security';
 import { SUPPRESSED_ERROR } from '../../db/contacts/suppressions';
 import { composeMessage } from '../../mail/compose';
 import { dkimKeyObject } from '../../mail/dkim';
-import { type Mailer, relayUnreachable, SmtpError } from '../../mail/transport';
+import { relayUnreachable, SmtpError } from '../../mail/smtp-errors';
+import type { Mailer } from '../../mail/transport';
 import { SentMarks } from './sent-marks';
 
 export interface DeliveryRoundInput {

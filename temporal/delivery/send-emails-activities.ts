@@ -7,7 +7,8 @@ import { PROJECT_DISABLED_ERROR } from '../../db/projects/security';
 import { SUPPRESSED_ERROR } from '../../db/contacts/suppressions';
 import { composeMessage } from '../../mail/compose';
 import { dkimKeyObject } from '../../mail/dkim';
-import { type Mailer, SmtpError } from '../../mail/transport';
+import { SmtpError } from '../../mail/smtp-errors';
+import type { Mailer } from '../../mail/transport';
 import { smtpPermanentFailure } from '../failures';
 
 export type DeliveryOutcome =

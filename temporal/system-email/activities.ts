@@ -4,7 +4,8 @@ import type { Orm } from '../../db/orm';
 import { closeSystemEmail, loadSystemEmail } from '../../db/accounts/system-emails';
 import { systemMessage } from '../../mail/account-emails';
 import { dkimKeyObject } from '../../mail/dkim';
-import { type Mailer, SmtpError } from '../../mail/transport';
+import { SmtpError } from '../../mail/smtp-errors';
+import type { Mailer } from '../../mail/transport';
 import { smtpPermanentFailure } from '../failures';
 
 export function createSystemEmailActivities({ orm, mailer, config }: { orm: Orm; mailer: Mailer; config: Pick<Config, 'auth'> }) {

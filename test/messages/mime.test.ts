@@ -4,7 +4,8 @@ import { type ParsedMail, simpleParser } from 'mailparser';
 import nodemailer from 'nodemailer';
 import { type OutgoingMessage, renderMessage } from '../../mail/compose';
 import { htmlOnlyMessage } from '../../mail/mime';
-import { createSmtpMailer, type Mailer, relayUnreachable, SmtpError } from '../../mail/transport';
+import { createSmtpMailer, type Mailer } from '../../mail/transport';
+import { relayUnreachable, SmtpError } from '../../mail/smtp-errors';
 import { type SmtpSink, startSmtpSink } from '../helpers/smtp';
 
 /**
