@@ -155,14 +155,16 @@ export interface SentMark {
  * counter, in one statement: either all of it happens or none. As markEmailSent: a repeat changes
  * nothing, and an email an open or a delivery notification already moved on keeps that status.
  * Campaign emails are not marked SENDING, so their attempts are counted as each outcome is written.
+ * The marks travel as arrays: PostgreSQL plans `unnest` of them with their real length and joins on
+ * the primary keys, where it counted a `jsonb_to_recordset` as 100 rows and hashed every recipient
+ * of the campaign for each mark (8 ms a statement at 20,000 recipients, docs/performance.md).
  */
 export async function markCampaignEmailsSent(em: EntityManager, projectId: string, campaignId: string, marks: SentMark[]): Promise<void> {
   if (marks.length === 0) return;
-  const input = marks.map((m) => ({ email_id: m.emailId, contact_id: m.contactId, response: m.smtpResponse, event_id: newId('evt') }));
   await query(
     em,
     `with s as (
-       select * from jsonb_to_recordset(?::jsonb) as x(email_id uuid, contact_id text, response text, event_id text)
+       select * from unnest(?::uuid[], ?::text[], ?::text[], ?::text[]) as x(email_id, contact_id, response, event_id)
      ), upd as (
        update emails e set status = case when e.status in ('QUEUED','SENDING') then 'SENT' else e.status end,
          smtp_response = s.response, error = null, sent_at = now(), updated_at = now(),
@@ -178,7 +180,7 @@ export async function markCampaignEmailsSent(em: EntityManager, projectId: strin
        from s where r.campaign_id = ? and r.contact_id = s.contact_id
      )
      update campaigns set sent_count = sent_count + (select count(*) from upd) where id = ?`,
-    [JSON.stringify(input), projectId, campaignId, campaignId, campaignId],
+    [marks.map((m) => m.emailId), marks.map((m) => m.contactId), marks.map((m) => m.smtpResponse), marks.map(() => newId('evt')), projectId, campaignId, campaignId, campaignId],
   );
 }
 
@@ -192,7 +194,7 @@ export async function markCampaignEmailsFailed(
   await query(
     em,
     `with f as (
-       select * from jsonb_to_recordset(?::jsonb) as x(email_id uuid, contact_id text, error text)
+       select * from unnest(?::uuid[], ?::text[], ?::text[]) as x(email_id, contact_id, error)
      ), upd as (
        update emails e set status = 'FAILED', error = f.error, smtp_response = f.error, updated_at = now(),
          attempts = e.attempts + 1, last_attempt_at = now()
@@ -200,7 +202,7 @@ export async function markCampaignEmailsFailed(
      )
      update campaign_recipients r set status = 'FAILED', email_id = f.email_id
      from f where r.campaign_id = ? and r.contact_id = f.contact_id`,
-    [JSON.stringify(failures.map((f) => ({ email_id: f.emailId, contact_id: f.contactId, error: f.error.slice(0, 1000) }))), campaignId],
+    [failures.map((f) => f.emailId), failures.map((f) => f.contactId), failures.map((f) => f.error.slice(0, 1000)), campaignId],
   );
 }
 
@@ -215,9 +217,9 @@ export async function deferCampaignEmails(em: EntityManager, queue: string, defe
     em,
     `update emails e set error = f.error, smtp_response = f.error, attempts = e.attempts + 1, last_attempt_at = now(), updated_at = now(),
        queue = ?, lease_until = now() + interval '5 seconds', lease_owner = 'engine'
-     from jsonb_to_recordset(?::jsonb) as f(email_id uuid, error text)
+     from unnest(?::uuid[], ?::text[]) as f(email_id, error)
      where e.id = f.email_id and e.status in ('QUEUED','SENDING')`,
-    [queue, JSON.stringify(deferred.map((f) => ({ email_id: f.emailId, error: f.error.slice(0, 1000) })))],
+    [queue, deferred.map((f) => f.emailId), deferred.map((f) => f.error.slice(0, 1000))],
   );
   await notifyQueued(em, queue);
 }
@@ -237,7 +239,7 @@ export async function settleRecipients(
   await query(
     em,
     `with x as (
-       select * from jsonb_to_recordset(?::jsonb) as x(contact_id text, status text, email_id uuid)
+       select * from unnest(?::text[], ?::text[], ?::uuid[]) as x(contact_id, status, email_id)
      ), unsent as (
        delete from emails e using x
        where x.status = 'SKIPPED' and e.project_id = ? and e.source_key = 'campaign:' || ?::text || ':' || x.contact_id
@@ -245,7 +247,7 @@ export async function settleRecipients(
      )
      update campaign_recipients r set status = x.status, email_id = coalesce(x.email_id, r.email_id)
      from x where r.campaign_id = ? and r.contact_id = x.contact_id`,
-    [JSON.stringify(settled.map((s) => ({ contact_id: s.contactId, status: s.status, email_id: s.emailId }))), projectId, campaignId, campaignId],
+    [settled.map((s) => s.contactId), settled.map((s) => s.status), settled.map((s) => s.emailId), projectId, campaignId, campaignId],
   );
 }
 
