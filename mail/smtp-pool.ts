@@ -58,11 +58,11 @@ export function smtpOptionsFromUrl(smtpUrl: string): SmtpPoolOptions {
     if (v === 'false' || v === '0') return false;
     throw new Error(`${name} must be true or false, not "${v}"`);
   };
-  const count = (name: string, fallback: number, scale = 1) => {
+  const count = (name: string, fallback: number) => {
     const v = params.get(name);
     if (v === null) return fallback;
     if (!/^\d+$/.test(v) || Number(v) < 1) throw new Error(`${name} must be a positive whole number, not "${v}"`);
-    return Number(v) * scale;
+    return Number(v);
   };
   const secure = flag('secure') ?? url.protocol === 'smtps:';
   if (flag('requireTLS') && flag('ignoreTLS')) throw new Error('requireTLS and ignoreTLS contradict each other');
