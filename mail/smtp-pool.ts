@@ -16,7 +16,8 @@ const DEFAULTS = {
   maxMessages: 100,
   idleTimeoutMs: 30_000,
   connectionTimeoutMs: 60_000,
-  socketTimeoutMs: 120_000,
+  // RFC 5321 4.5.3.2.6 gives the reply to the end of the content 10 minutes (the relay may scan it); nodemailer's default too.
+  socketTimeoutMs: 600_000,
 };
 
 /** Query parameters SMTP_URL takes (nodemailer's names, so a URL written for it keeps working). */
