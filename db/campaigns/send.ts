@@ -155,9 +155,9 @@ export interface SentMark {
  * counter, in one statement: either all of it happens or none. As markEmailSent: a repeat changes
  * nothing, and an email an open or a delivery notification already moved on keeps that status.
  * Campaign emails are not marked SENDING, so their attempts are counted as each outcome is written.
- * The marks travel as arrays: PostgreSQL plans `unnest` of them with their real length and joins on
- * the primary keys, where it counted a `jsonb_to_recordset` as 100 rows and hashed every recipient
- * of the campaign for each mark (8 ms a statement at 20,000 recipients, docs/performance.md).
+ * The marks travel as arrays: PostgreSQL counts an `unnest` of them as 10 rows and joins on the
+ * primary keys, where it counted a `jsonb_to_recordset` as 100 and hashed every recipient of the
+ * campaign for each mark (8 ms a statement at 20,000 recipients, docs/performance.md).
  */
 export async function markCampaignEmailsSent(em: EntityManager, projectId: string, campaignId: string, marks: SentMark[]): Promise<void> {
   if (marks.length === 0) return;
