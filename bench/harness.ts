@@ -39,7 +39,7 @@ import { startWorker, type WorkerHandle } from '../temporal/worker';
 import { startDnsServer, type DnsServer } from '../test/helpers/dns';
 import { freePorts, killService, startService, stopService, waitForHealthy } from '../test/helpers/service-process';
 import { startSmtpSink, type SmtpSink } from '../test/helpers/smtp';
-import { type BenchDatabase, createBenchDatabase, jsonClient, log } from './support';
+import { type BenchDatabase, closedLoop, createBenchDatabase, jsonClient, log } from './support';
 import { Foreground } from '../foreground';
 
 export const BENCH_RATE_LIMIT = 1_000_000_000;
@@ -268,6 +268,30 @@ function assertApplied(worker: WorkerHandle, wanted: Partial<WorkerOptions>): vo
     if (typeof value === 'object' || !(name in compiled) || compiled[name] === value) continue;
     throw new Error(`--worker-options: ${name} is ${String(compiled[name])}, not ${String(value)}: this temporal/worker.ts startWorker does not pass Worker options through`);
   }
+}
+
+/**
+ * Before a bench measures: min(1,000, n/5) requests (`request(i)`, `concurrency` at a time), then
+ * `settle` (what must be done before the tables are read), then ANALYZE of `tables`, as autovacuum
+ * does within a minute of a new install's first writes. Until then every index that starts with
+ * project_id costs the same to the planner, and a plan a connection caches may read a whole
+ * project per request. The service's code and statements are warm afterwards, as in a settled
+ * service. Returns how many requests it made; the bench leaves their rows out of its figures.
+ */
+export async function warmUp(
+  stack: Pick<Stack, 'orm'>,
+  stop: Pick<Interruption, 'interrupted'>,
+  opts: { n: number; concurrency: number; tables: string; what: string; settle?: (count: number) => Promise<void> },
+  request: (i: number) => Promise<unknown>,
+): Promise<number> {
+  const count = Math.min(1000, Math.ceil(opts.n / 5));
+  log(`warming up with ${count} ${opts.what}, then ANALYZE`);
+  await closedLoop(count, opts.concurrency, async (i) => {
+    if (!stop.interrupted) await request(i);
+  });
+  await opts.settle?.(count);
+  await stack.orm.em.fork().getConnection().execute(`analyze ${opts.tables}`);
+  return count;
 }
 
 /** A verified domain: publish what POST /domains asks for, then force the check. Returns its id. */

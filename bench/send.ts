@@ -42,7 +42,7 @@ import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import type { SmtpMessage } from '../test/helpers/smtp';
 import { rawPoolRate, type RawFigures, type RawMessageSpec } from './baselines';
-import { BENCH_RATE_LIMIT, cpuSecondsOf, headersOf, serviceMode, type Stack, startStack, Teardown, verifiedDomain, type Interruption, runBench } from './harness';
+import { BENCH_RATE_LIMIT, cpuSecondsOf, headersOf, serviceMode, type Stack, startStack, Teardown, verifiedDomain, type Interruption, runBench, warmUp } from './harness';
 import { closedLoop, environmentLine, goalLines, log, percentile, positiveInt, RequestTally } from './support';
 
 const LOG_LEVEL = 'warn';
@@ -139,15 +139,19 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
   const domainId = await verifiedDomain(stack, DOMAIN);
   stop.checkpoint();
 
-  // ---- 0. A warm-up, then ANALYZE, as bench/track.ts does: the service's code and statements are
-  // warm and the planner knows the tables, as in a settled service. Its rows are left out below.
-  const warmup = Math.min(1000, Math.ceil(opts.n / 5));
-  log(`warming up with ${warmup} sends, then ANALYZE`);
-  await closedLoop(warmup, opts.concurrency, async (i) => {
-    if (!stop.interrupted) await client.request('POST', '/v1/send', sendBody([{ name: `Warm-up ${i}`, email: `${WARMUP_PREFIX}${i}@bench.example.org` }], 300_000 + i));
-  });
-  await sink.waitFor(warmup, 60_000).catch(() => undefined);
-  await orm.em.fork().getConnection().execute('analyze contacts, emails');
+  // ---- 0. A warm-up (bench/harness.ts warmUp); its rows are left out below.
+  await warmUp(
+    stack,
+    stop,
+    {
+      n: opts.n,
+      concurrency: opts.concurrency,
+      tables: 'contacts, emails',
+      what: 'sends',
+      settle: async (count) => void (await sink.waitFor(count, 60_000).catch(() => undefined)),
+    },
+    (i) => client.request('POST', '/v1/send', sendBody([{ name: `Warm-up ${i}`, email: `${WARMUP_PREFIX}${i}@bench.example.org` }], 300_000 + i)),
+  );
   sink.clear();
   stop.checkpoint();
 

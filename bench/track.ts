@@ -22,7 +22,7 @@
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
-import { BENCH_RATE_LIMIT, cpuSecondsOf, cpuSnapshot, serviceMode, startStack, Teardown, type Interruption, runBench } from './harness';
+import { BENCH_RATE_LIMIT, cpuSecondsOf, cpuSnapshot, serviceMode, startStack, Teardown, type Interruption, runBench, warmUp } from './harness';
 import { closedLoop, environmentLine, goalLines, log, percentile, positiveInt, RequestTally } from './support';
 
 const EVENT = 'signup';
@@ -48,15 +48,9 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
   const opts = options();
   const stack = await startStack({ teardown, checkpoint: stop.checkpoint, concurrency: opts.concurrency, service: opts.service });
   const { client, orm } = stack;
-  // A warm-up, then ANALYZE, as autovacuum does within a minute of a new install's first writes:
-  // until then every index of contacts that starts with project_id costs the same to the planner,
-  // and the plan a connection caches for the contact lookup may read the whole project per request.
-  const warmup = Math.min(1000, Math.ceil(opts.n / 5));
-  log(`warming up with ${warmup} tracks, then ANALYZE`);
-  await closedLoop(warmup, opts.concurrency, async (i) => {
-    if (!stop.interrupted) await client.request('POST', '/v1/track', { email: `warmup${i}@bench.example.org`, event: EVENT, data: { plan: 'free' } });
-  });
-  await orm.em.fork().getConnection().execute('analyze contacts, events');
+  const warmup = await warmUp(stack, stop, { n: opts.n, concurrency: opts.concurrency, tables: 'contacts, events', what: 'tracks' }, (i) =>
+    client.request('POST', '/v1/track', { email: `warmup${i}@bench.example.org`, event: EVENT, data: { plan: 'free' } }),
+  );
   log(`tracking ${opts.n} events with ${opts.concurrency} clients, no workflow listening`);
 
   const tally = new RequestTally(opts.n);

@@ -49,7 +49,7 @@ import type { JourneyInput } from '../temporal/workflows';
 import { workflowIds } from '../temporal/ids';
 import { ContactIdKey, ProjectIdKey, TidingsWorkflowIdKey } from '../temporal/search-attributes';
 import { bareWorkflowRate } from './baselines';
-import { BENCH_RATE_LIMIT, cpuSnapshot, headersOf, type Stack, startStack, Teardown, verifiedDomain, type Interruption, runBench } from './harness';
+import { BENCH_RATE_LIMIT, cpuSnapshot, headersOf, type Stack, startStack, Teardown, verifiedDomain, type Interruption, runBench, warmUp } from './harness';
 import { closedLoop, environmentLine, goalLines, type JsonResponse, log, percentile, positiveInt, RequestTally } from './support';
 
 const DOMAIN = 'bench-workflows.test';
@@ -280,14 +280,10 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
   const template = async (name: string, t: { subject: string; body: string }) =>
     (await expectStatus(client.request('POST', '/templates', { name, ...t, from: `hello@${DOMAIN}`, fromName: 'Bench' }), 201, `template ${name}`)).id;
   const templateIds = { welcome: await template('welcome', TEMPLATES.welcome), followUp: await template('follow-up', TEMPLATES.followUp) };
-  // A warm-up before the workflow exists (it triggers nothing), then ANALYZE, as bench/track.ts does:
-  // the API's code and statements are warm, and the planner knows the tables, as in a settled service.
-  const warmup = Math.min(1000, Math.ceil(opts.n / 5));
-  log(`warming up with ${warmup} tracks, then ANALYZE`);
-  await closedLoop(warmup, opts.concurrency, async (i) => {
-    if (!stop.interrupted) await client.request('POST', '/v1/track', { email: `warmup${i}@bench.example.org`, event: EVENT, data: { plan: 'free' } });
-  });
-  await sql('analyze contacts, events');
+  // The warm-up (bench/harness.ts warmUp) runs before the workflow exists, so it triggers nothing.
+  await warmUp(stack, stop, { n: opts.n, concurrency: opts.concurrency, tables: 'contacts, events', what: 'tracks' }, (i) =>
+    client.request('POST', '/v1/track', { email: `warmup${i}@bench.example.org`, event: EVENT, data: { plan: 'free' } }),
+  );
   const workflowId = await buildJourney(client, opts.shape, templateIds);
   const emailsPer = opts.shape.filter((st) => st.type === 'SEND_EMAIL').length;
   log(`domain ${DOMAIN} verified; workflow ${workflowId} enabled: ${describeShape(opts.shape)} (JOURNEY_TIME_SCALE=${stack.config.journeyTimeScale})`);
