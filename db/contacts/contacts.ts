@@ -149,7 +149,12 @@ export function contactUpsertCtes(inputs: readonly ContactUpsert[], opts: { reco
        order by project_id, key, n
        on conflict do nothing
      ), previous as (
-       select c.project_id, c.email, c.subscribed from contacts c join r on c.project_id = r.project_id and c.email = r.email
+       -- One lookup per input, in key order (the lock order): lateral, kept apart from the outer query by
+       -- its limit. As a join the planner scans the whole table when it is small or has grown since its
+       -- last ANALYZE, guessing 10 rows for r.
+       select c.project_id, c.email, c.subscribed
+       from (select distinct project_id, email from r order by project_id, email) k cross join lateral (
+         select c.project_id, c.email, c.subscribed from contacts c where c.project_id = k.project_id and c.email = k.email limit 1) c
        order by c.project_id, c.email
        for update of c
      ), up as (

@@ -80,14 +80,22 @@ export async function renewLeases(em: EntityManager, ids: string[], leaseSeconds
  */
 export async function markEmailsSent(em: EntityManager, marks: { emailId: string; smtpResponse: string }[]): Promise<void> {
   if (marks.length === 0) return;
-  await query(
-    em,
-    `with s as (
+  const { sql, params } = sentMarkStatement(marks);
+  await query(em, sql, params);
+}
+
+/** markEmailsSent's statement, apart so a test can read its plan. */
+export function sentMarkStatement(marks: { emailId: string; smtpResponse: string }[]): { sql: string; params: unknown[] } {
+  const ids = marks.map((m) => m.emailId);
+  return {
+    sql: `with s as (
        select * from unnest(?::uuid[], ?::text[], ?::text[]) as x(email_id, response, event_id)
      ), upd as (
        update emails e set status = case when e.status in ('QUEUED','SENDING') then 'SENT' else e.status end,
          smtp_response = s.response, error = null, sent_at = now(), updated_at = now(), lease_until = null, lease_owner = null
-       from s where e.id = s.email_id and e.sent_at is null and e.status <> 'FAILED'
+       -- e.id = any(...) as well: the planner then takes the primary key even while the table is small
+       -- or has grown since its last ANALYZE (it guesses 10 rows for s, and 1 for sent_at is null).
+       from s where e.id = s.email_id and e.id = any(?::uuid[]) and e.sent_at is null and e.status <> 'FAILED'
        returning e.id, e.project_id, e.contact_id, e.campaign_id
      ), ev as (
        insert into events (id, project_id, contact_id, name, data)
@@ -102,8 +110,8 @@ export async function markEmailsSent(em: EntityManager, marks: { emailId: string
      update campaigns c set sent_count = c.sent_count + n.sent
      from (select campaign_id, count(*) as sent from upd where campaign_id is not null group by campaign_id) n
      where c.id = n.campaign_id`,
-    [marks.map((m) => m.emailId), marks.map((m) => m.smtpResponse), marks.map(() => newId('evt'))],
-  );
+    params: [ids, marks.map((m) => m.smtpResponse), marks.map(() => newId('evt')), ids],
+  };
 }
 
 /**

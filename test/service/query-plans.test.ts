@@ -1,0 +1,105 @@
+import { escapeLiteral, Pool } from 'pg';
+import { contactUpsertCtes } from '../../db/contacts/contacts';
+import { newId } from '../../db/ids';
+import { sentMarkStatement } from '../../db/messages/delivery-queue';
+import { createOrm, migrate, type Orm } from '../../db/orm';
+import { createProject } from '../../db/projects/projects';
+import { query, transaction } from '../../db/sql';
+
+/**
+ * The hot paths' statements read rows by their keys however stale the planner's statistics are.
+ * A new deployment's tables were ANALYZEd when nearly empty and then grow many times over before
+ * autovacuum looks again; a join against an `unnest` (guessed at 10 rows) then planned a scan of
+ * the whole table on every /v1/send (measured: 0.6–3.5 ms a statement at a few thousand rows).
+ * Its own database, so the statistics are the ones this test makes.
+ */
+
+const admin = new URL(process.env.TEST_DATABASE_URL!);
+admin.pathname = '/postgres';
+const name = `tidings_plans_${Date.now()}`;
+let orm: Orm;
+let projectId: string;
+
+beforeAll(async () => {
+  const adminDb = new Pool({ connectionString: admin.toString(), max: 1 });
+  await adminDb.query(`create database ${name}`);
+  await adminDb.end();
+  const url = new URL(admin.toString());
+  url.pathname = `/${name}`;
+  orm = await createOrm(url.toString());
+  await migrate(orm);
+  const em = orm.em.fork();
+  projectId = (await createProject(em, 'plans')).id;
+  // Statistics taken while the tables are small, then fifteen times the rows.
+  await grow(em, 100);
+  await query(em, 'analyze contacts, emails');
+  await grow(em, 1500);
+}, 60_000);
+
+afterAll(async () => {
+  await orm?.close();
+  const adminDb = new Pool({ connectionString: admin.toString(), max: 1 });
+  await adminDb.query(`drop database if exists ${name} with (force)`);
+  await adminDb.end();
+});
+
+async function grow(em: ReturnType<Orm['em']['fork']>, n: number): Promise<void> {
+  const tag = newId('cnt');
+  await query(
+    em,
+    `insert into contacts (id, project_id, email, subscribed) select ? || g, ?, ? || g || '@example.org', true from generate_series(1, ?) g`,
+    [tag, projectId, tag, n],
+  );
+  await query(
+    em,
+    `insert into emails (id, project_id, contact_id, source, to_email, from_email, subject, body, status, sent_at)
+     select gen_random_uuid(), ?, ? || g, 'transactional', ? || g || '@example.org', 'a@example.org', 's', 'b', 'SENT', now()
+     from generate_series(1, ?) g`,
+    [projectId, tag, tag, n],
+  );
+}
+
+const arrayText = (items: unknown[]) =>
+  `{${items.map((v) => (v === null ? 'NULL' : `"${String(v).replace(/[\\"]/g, (c) => `\\${c}`)}"`)).join(',')}}`;
+
+/**
+ * The plan the service runs: its statements are prepared (db/sql.ts), and PostgreSQL soon plans a
+ * prepared statement once for any parameters (a generic plan), so the arrays' lengths are unknown.
+ */
+async function plan(sql: string, params: unknown[]): Promise<string> {
+  let n = 0;
+  const text = sql.replace(/\?/g, () => `$${++n}`);
+  // EXECUTE's arguments are literals (a utility statement takes no bound parameters); their types come from the casts.
+  const args = params.map((p) => (p === null ? 'null' : escapeLiteral(Array.isArray(p) ? arrayText(p) : String(p))));
+  return transaction(orm.em.fork(), async (tx) => {
+    await query(tx, 'set local plan_cache_mode = force_generic_plan');
+    await query(tx, `prepare plan_probe as ${text}`);
+    try {
+      const rows = await query<{ 'QUERY PLAN': string }>(tx, `explain execute plan_probe(${args.join(', ')})`);
+      return rows.map((r) => r['QUERY PLAN']).join('\n');
+    } finally {
+      await query(tx, 'deallocate plan_probe');
+    }
+  });
+}
+
+test("the contact upsert (/v1/send, /v1/track) reads the existing contacts through (project_id, email)", async () => {
+  const emails = ['someone@example.org', 'other@example.org'];
+  const { sql, params } = contactUpsertCtes(
+    emails.map((email) => ({ projectId, email, data: { plan: 'pro' }, subscribedWhenNew: false })),
+    { recordChanges: true },
+  );
+  const text = await plan(`${sql} select * from up`, params);
+  expect(text).not.toMatch(/Seq Scan on contacts/);
+  expect(text).toMatch(/Index Scan using contacts_project_email on contacts/);
+});
+
+test('the SENT mark finds its emails by primary key', async () => {
+  const { sql, params } = sentMarkStatement([
+    { emailId: '0192f0a0-0000-7000-8000-000000000001', smtpResponse: '250 ok' },
+    { emailId: '0192f0a0-0000-7000-8000-000000000002', smtpResponse: '250 ok' },
+  ]);
+  const text = await plan(sql, params);
+  expect(text).not.toMatch(/Seq Scan on emails/);
+  expect(text).toMatch(/emails_pkey/);
+});
