@@ -15,3 +15,20 @@ export const PATCHES = {
   /** SEND_EMAIL records its end and what follows in the local activity that queues its email (2026-11-27). */
   journeySendRecordsTransition: 'journey-send-records-transition',
 } as const;
+
+export type PatchId = (typeof PATCHES)[keyof typeof PATCHES];
+
+/**
+ * What startJourney tells a new journey execution (JourneyInput.walk): the journey patches below
+ * apply to it without asking `patched()`, and its first step's search attributes came with the
+ * start. Each patched() call records a marker and upserts Temporal's TemporalChangeVersion search
+ * attribute, one more visibility write per patch and execution. Executions started before ask,
+ * and replay as they ran. A journey patch added later is asked for as usual until it is listed
+ * here with the walk that first applies it (JOURNEY_WALK raised).
+ */
+export const JOURNEY_WALK = 2;
+export const JOURNEY_PATCHES_BY_WALK: Partial<Record<PatchId, number>> = {
+  [PATCHES.journeySendViaEngine]: 2,
+  [PATCHES.journeyStepTransitions]: 2,
+  [PATCHES.journeySendRecordsTransition]: 2,
+};

@@ -96,34 +96,44 @@ export async function claimExecution(
   em: EntityManager,
   input: ExecutionClaim,
   firstStep?: Omit<StepStart, 'executionId'>,
-): Promise<{ id: string; firstStepRecorded: boolean } | null> {
-  return transaction(em, async (tx) => {
-    if (input.executionId) {
-      const mine = await queryOne<{ recorded: boolean }>(
-        tx,
-        'select exists (select 1 from execution_steps where execution_id = e.id and seq = 1) as recorded from workflow_executions e where e.id = ?',
-        [input.executionId],
-      );
-      if (mine) return { id: input.executionId, firstStepRecorded: mine.recorded };
-    }
-    if (!input.allowReentry) {
-      const entered = await queryOne(
-        tx,
-        'insert into workflow_entries (workflow_id, contact_id) values (?, ?) on conflict do nothing returning 1 as ok',
-        [input.journeyId, input.contactId],
-      );
-      if (!entered) return null;
-    }
-    const row = await queryOne<{ id: string }>(
-      tx,
-      `insert into workflow_executions (id, project_id, workflow_id, contact_id, context) values (?, ?, ?, ?, ?::jsonb)
-       on conflict (workflow_id, contact_id) where status in ('RUNNING','WAITING') do nothing returning id`,
-      [input.executionId ?? newId('exe'), input.projectId, input.journeyId, input.contactId, JSON.stringify(input.context)],
-    );
-    if (!row) return null;
-    if (firstStep) await stepStarted(tx, { ...firstStep, executionId: row.id });
-    return { id: row.id, firstStepRecorded: !!firstStep };
-  });
+): Promise<{ id: string; firstStepRecorded: boolean; names: { workflow: string; contact: string } } | null> {
+  // One statement (the claim was six round trips): the claim found again, else the entry (without
+  // re-entry), the execution row already at its first step, and that step's start. The names label
+  // the execution in the Temporal UI (the workflow's name, the contact's email).
+  const row = await queryOne<{ id: string | null; recorded: boolean | null; workflow: string | null; contact: string | null }>(
+    em,
+    `with found as (
+       select e.id, exists (select 1 from execution_steps s where s.execution_id = e.id and s.seq = 1) as recorded
+       from workflow_executions e where e.id = ?
+     ), entry as (
+       insert into workflow_entries (workflow_id, contact_id)
+       select ?, ? where ? and not exists (select 1 from found)
+       on conflict do nothing returning 1
+     ), exe as (
+       insert into workflow_executions (id, project_id, workflow_id, contact_id, context, current_step_id, status, waiting_for_event)
+       select ?, ?, ?, ?, ?::jsonb, ?, ?, ? where not exists (select 1 from found) and (? or exists (select 1 from entry))
+       on conflict (workflow_id, contact_id) where status in ('RUNNING','WAITING') do nothing
+       returning id
+     ), step as (
+       insert into execution_steps (execution_id, seq, step_id, step_type, status)
+       select id, 1, ?::text, ?, 'RUNNING' from exe where ?::text is not null
+     ), claimed as (
+       select id, recorded from found union all select id, ?::boolean from exe
+     )
+     select claimed.id, claimed.recorded, (select name from workflows where id = ?) as workflow, (select email from contacts where id = ?) as contact
+     from (select 1) one left join claimed on true`,
+    [
+      input.executionId ?? null,
+      input.journeyId, input.contactId, !input.allowReentry,
+      input.executionId ?? newId('exe'), input.projectId, input.journeyId, input.contactId, JSON.stringify(input.context),
+      firstStep?.stepId ?? null, firstStep?.waiting ? 'WAITING' : 'RUNNING', firstStep?.waitingForEvent ?? null, input.allowReentry,
+      firstStep?.stepId ?? null, firstStep?.stepType ?? null, firstStep?.stepId ?? null,
+      !!firstStep,
+      input.journeyId, input.contactId,
+    ],
+  );
+  if (!row?.id) return null;
+  return { id: row.id, firstStepRecorded: !!row.recorded, names: { workflow: row.workflow ?? input.journeyId, contact: row.contact ?? input.contactId } };
 }
 
 /** Enabled journeys of the project whose trigger is this event. */
@@ -185,66 +195,61 @@ export interface ExecutionFinish {
 }
 
 /** A step begins: the execution shows it as current (WAITING while a timer or an event holds it). */
-async function stepStarted(tx: EntityManager, input: StepStart): Promise<void> {
+export async function recordStepStarted(em: EntityManager, input: StepStart): Promise<void> {
   await query(
-    tx,
-    `update workflow_executions set current_step_id = ?, status = ?, waiting_for_event = ?, updated_at = now()
-     where id = ? and status in ('RUNNING','WAITING')`,
-    [input.stepId, input.waiting ? 'WAITING' : 'RUNNING', input.waitingForEvent, input.executionId],
-  );
-  await query(
-    tx,
-    `insert into execution_steps (execution_id, seq, step_id, step_type, status) values (?, ?, ?, ?, 'RUNNING')
+    em,
+    `with exe as (
+       update workflow_executions set current_step_id = ?, status = ?, waiting_for_event = ?, updated_at = now()
+       where id = ? and status in ('RUNNING','WAITING')
+     )
+     insert into execution_steps (execution_id, seq, step_id, step_type, status) values (?, ?, ?, ?, 'RUNNING')
      on conflict (execution_id, seq) do nothing`,
-    [input.executionId, input.seq, input.stepId, input.stepType],
+    [input.stepId, input.waiting ? 'WAITING' : 'RUNNING', input.waitingForEvent, input.executionId, input.executionId, input.seq, input.stepId, input.stepType],
   );
 }
 
-async function stepFinished(tx: EntityManager, input: StepFinish): Promise<void> {
+export async function recordStepFinished(em: EntityManager, input: StepFinish): Promise<void> {
   await query(
-    tx,
-    `update execution_steps set status = ?, branch = ?, output = ?::jsonb, error = ?, finished_at = now()
-     where execution_id = ? and seq = ? and status = 'RUNNING'`,
-    [input.status, input.branch ?? null, JSON.stringify(input.output ?? null), input.error ?? null, input.executionId, input.seq],
-  );
-  await query(
-    tx,
-    `update workflow_executions set status = case when status = 'WAITING' then 'RUNNING' else status end,
+    em,
+    `with step as (
+       update execution_steps set status = ?, branch = ?, output = ?::jsonb, error = ?, finished_at = now()
+       where execution_id = ? and seq = ? and status = 'RUNNING'
+     )
+     update workflow_executions set status = case when status = 'WAITING' then 'RUNNING' else status end,
        waiting_for_event = null, context = coalesce(?::jsonb, context), updated_at = now()
      where id = ? and status in ('RUNNING','WAITING')`,
-    [input.context === undefined ? null : JSON.stringify(input.context), input.executionId],
+    [
+      input.status, input.branch ?? null, JSON.stringify(input.output ?? null), input.error ?? null, input.executionId, input.seq,
+      input.context === undefined ? null : JSON.stringify(input.context), input.executionId,
+    ],
   );
 }
 
 /** The final status; a step still marked RUNNING ends with it (a cancelled wait, a failed call). */
-async function executionFinished(tx: EntityManager, input: ExecutionFinish): Promise<void> {
+export async function finishExecution(em: EntityManager, input: ExecutionFinish): Promise<void> {
   await query(
-    tx,
-    `update workflow_executions set status = ?, exit_reason = ?, error = ?, waiting_for_event = null,
-       finished_at = now(), updated_at = now()
-     where id = ? and status in ('RUNNING','WAITING')`,
-    [input.status, input.exitReason ?? null, input.error ?? null, input.executionId],
-  );
-  const stepStatus = input.status === 'CANCELLED' ? 'CANCELLED' : 'FAILED';
-  await query(
-    tx,
-    `update execution_steps set status = ?, error = ?, finished_at = now() where execution_id = ? and status = 'RUNNING'`,
-    [stepStatus, input.error ?? null, input.executionId],
+    em,
+    `with exe as (
+       update workflow_executions set status = ?, exit_reason = ?, error = ?, waiting_for_event = null,
+         finished_at = now(), updated_at = now()
+       where id = ? and status in ('RUNNING','WAITING')
+     )
+     update execution_steps set status = ?, error = ?, finished_at = now() where execution_id = ? and status = 'RUNNING'`,
+    [
+      input.status, input.exitReason ?? null, input.error ?? null, input.executionId,
+      input.status === 'CANCELLED' ? 'CANCELLED' : 'FAILED', input.error ?? null, input.executionId,
+    ],
   );
 }
-
-export const recordStepStarted = (em: EntityManager, input: StepStart) => transaction(em, (tx) => stepStarted(tx, input));
-export const recordStepFinished = (em: EntityManager, input: StepFinish) => transaction(em, (tx) => stepFinished(tx, input));
-export const finishExecution = (em: EntityManager, input: ExecutionFinish) => transaction(em, (tx) => executionFinished(tx, input));
 
 /** What follows a step: the next one's start, or the execution's end. */
 export type StepSuccessor = { start: StepStart } | { finish: ExecutionFinish };
 
 /** A step ends and the next one begins or the execution ends, inside the caller's transaction. */
 export async function stepTransition(tx: EntityManager, input: { finished: StepFinish; next: StepSuccessor }): Promise<void> {
-  await stepFinished(tx, input.finished);
-  if ('start' in input.next) await stepStarted(tx, input.next.start);
-  else await executionFinished(tx, input.next.finish);
+  await recordStepFinished(tx, input.finished);
+  if ('start' in input.next) await recordStepStarted(tx, input.next.start);
+  else await finishExecution(tx, input.next.finish);
 }
 
 /**

@@ -1,7 +1,9 @@
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/client';
 import type { TemporalGateway } from '../client';
 import { workflowIds } from '../ids';
-import { ContactIdKey, ProjectIdKey, TidingsWorkflowIdKey } from '../search-attributes';
+import { ContactIdKey, CurrentStepKey, ProjectIdKey, TidingsWorkflowIdKey, WaitingForEventKey } from '../search-attributes';
+import { firstStepStart } from './graph-walk';
+import { JOURNEY_WALK } from '../patches';
 import { trackedEventSignal, type TrackedEventMessage } from '../signals';
 import type { journey, JourneyInput } from './workflow';
 
@@ -11,18 +13,23 @@ import type { journey, JourneyInput } from './workflow';
  * Temporal UI (workflow name, contact email); ids stand in without them.
  */
 export async function startJourney(temporal: TemporalGateway, input: JourneyInput, names?: { workflow: string; contact: string }): Promise<void> {
+  // The first step shows from the start, and the walk says which patches apply: the workflow
+  // upserts nothing before that step's end (each upsert is one more visibility write in Temporal).
+  const first = firstStepStart(input.graph);
   await temporal.client.workflow
     .start<typeof journey>('journey', {
       taskQueue: temporal.taskQueue,
       workflowId: workflowIds.journey(input.executionId),
       workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-      args: [input],
+      args: [{ ...input, walk: JOURNEY_WALK }],
       requestEagerStart: temporal.startsEagerly,
       staticSummary: `journey ${names?.workflow ?? input.workflowId} · contact ${names?.contact ?? input.contactId}`,
       typedSearchAttributes: [
         { key: ProjectIdKey, value: input.projectId },
         { key: TidingsWorkflowIdKey, value: input.workflowId },
         { key: ContactIdKey, value: input.contactId },
+        ...(first ? [{ key: CurrentStepKey, value: first.stepType }] : []),
+        ...(first?.waitingForEvent ? [{ key: WaitingForEventKey, value: first.waitingForEvent }] : []),
       ],
     })
     .catch((err: unknown) => {

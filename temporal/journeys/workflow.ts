@@ -1,4 +1,4 @@
-import { CancellationScope, isCancellation, patched, setHandler, TemporalFailure, upsertSearchAttributes } from '@temporalio/workflow';
+import { CancellationScope, isCancellation, setHandler, TemporalFailure, upsertSearchAttributes } from '@temporalio/workflow';
 import type { JsonValue } from '../../db/entities/contact';
 import type { StepStart } from '../../db/journeys/executions';
 import { type TrackedEventMessage, trackedEventSignal } from '../signals';
@@ -8,6 +8,7 @@ import { journeyActivities } from './steps/proxies';
 import { nextStepId, plannedSuccessor, type RunnableStep, stepAt } from './graph-walk';
 import { stepHandlers } from './steps';
 import type { JourneyInput, StepContext, StepOutcome } from './steps/types';
+import { journeyPatched } from './journey-patched';
 
 export type { JourneyInput } from './steps/types';
 
@@ -37,7 +38,7 @@ export async function journey(input: JourneyInput): Promise<void> {
   setHandler(trackedEventSignal, (event) => void events.push(event));
   const context = { ...input.context };
   try {
-    if (patched(PATCHES.journeyStepTransitions)) await walk(input, context, events);
+    if (journeyPatched(input, PATCHES.journeyStepTransitions)) await walk(input, context, events);
     else await walkStepByStep(input, context, events);
   } catch (err) {
     // The final status is written even though the workflow is being cancelled; nothing else runs.
@@ -65,7 +66,8 @@ async function walk(input: JourneyInput, context: Record<string, JsonValue>, eve
     return;
   }
   let current = stepAt(input.graph, input.executionId, firstId, 1);
-  showCurrentStep(current.start);
+  // From JOURNEY_WALK 2 on, the start set the first step's search attributes (startJourney).
+  if ((input.walk ?? 0) < 2) showCurrentStep(current.start);
   // The dispatcher records it with its claim (temporal/triggers/dispatch.ts), and says so.
   if (!input.firstStepRecorded) await journeyActivities.recordStepStarted(current.start);
   for (;;) {

@@ -2,7 +2,6 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../../config';
 import type { JsonValue } from '../../db/entities/contact';
 import { activeExecutionIdsOfContact, claimExecution, type ExecutionClaim, journeysTriggeredBy, releaseExecution } from '../../db/journeys/executions';
-import { queryOne } from '../../db/sql';
 import { executionIdFor } from '../../db/events/trigger-outbox';
 import { loadGraph } from '../../db/journeys/stored-graph';
 import type { TemporalGateway } from '../client';
@@ -58,7 +57,6 @@ export async function startExecution(deps: TriggerDeps, input: ExecutionClaim): 
   const claim = await claimExecution(deps.em, input, firstStepStart(graph));
   if (!claim) return null;
   try {
-    const names = await journeyNames(deps.em, input.journeyId, input.contactId);
     await startJourney(
       deps.temporal,
       {
@@ -72,23 +70,13 @@ export async function startExecution(deps: TriggerDeps, input: ExecutionClaim): 
         maxRetryIntervalSeconds: deps.config.sendRetryMaxIntervalSeconds,
         firstStepRecorded: claim.firstStepRecorded,
       },
-      names,
+      claim.names,
     );
     return claim.id;
   } catch (err) {
     if (!input.executionId) await releaseExecution(deps.em, claim.id, input);
     throw err;
   }
-}
-
-/** The workflow's name and the contact's email, for the execution's summary in the Temporal UI. */
-async function journeyNames(em: EntityManager, workflowId: string, contactId: string): Promise<{ workflow: string; contact: string }> {
-  const row = await queryOne<{ workflow: string | null; contact: string | null }>(
-    em,
-    'select (select name from workflows where id = ?) as workflow, (select email from contacts where id = ?) as contact',
-    [workflowId, contactId],
-  );
-  return { workflow: row?.workflow ?? workflowId, contact: row?.contact ?? contactId };
 }
 
 /**

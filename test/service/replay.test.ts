@@ -14,7 +14,9 @@ import { Worker } from '@temporalio/worker';
  * after, `journey-step-transitions` from after a step's end and the next one's start became one
  * local activity, `journey-first-step-claimed` from after the dispatcher recorded the first
  * step's start with its claim, and `journey-send-records-transition` from after SEND_EMAIL queued
- * its email and recorded its transition in one local activity; `send-emails-remote-record` from before SENT was recorded by a local activity; the
+ * its email and recorded its transition in one local activity, and `journey-walk-2` from after a
+ * journey took its patches from its input (JOURNEY_WALK) and its first step's search attributes
+ * from its start; `send-emails-remote-record` from before SENT was recorded by a local activity; the
  * delivery engine with a retry workflow started, the delivery engine's breaker (a relay that could
  * not be reached: a trip, failed probes, a successful probe, full rounds again), and the trigger
  * dispatcher, a few rounds each; prepareFieldSlots with a second segment's signal arriving during

@@ -71,6 +71,12 @@ test('a journey execution is summarized by workflow name and contact; its activi
   );
   const timers = events!.filter((e) => e.timerStartedEventAttributes);
   expect(timers.map((e) => decode(e.userMetadata?.summary))).toEqual([`DELAY step ${wf.stepIds.pause}: 2 minutes`]);
+  // The first step showed from the start (its search attributes came with it) and the walk in its
+  // input applied the journey patches without patched() (whose markers upsert TemporalChangeVersion):
+  // the workflow upserts at the next two steps and at its end only, each a visibility write in Temporal.
+  const shown = events![0]!.workflowExecutionStartedEventAttributes?.searchAttributes?.indexedFields ?? {};
+  expect(decode(shown.CurrentStep)).toBe('SEND_EMAIL');
+  expect(events!.filter((e) => e.upsertWorkflowSearchAttributesEventAttributes)).toHaveLength(3);
 
   // The other executions the API starts get a line of their own; the domain's was started by POST /domains.
   const verification = await handle(workflowIds.domainVerification(domain.id)).describe();

@@ -1,6 +1,6 @@
-import { patched } from '@temporalio/workflow';
 import { PATCHES } from '../../patches';
 import { deliveryActivities, journeyActivities, stepSummary } from './proxies';
+import { journeyPatched } from '../journey-patched';
 import { type StepHandler, type StepOutcome, sendEmailOutput } from './types';
 
 /**
@@ -12,7 +12,7 @@ import { type StepHandler, type StepOutcome, sendEmailOutput } from './types';
  */
 export const sendEmailStep: StepHandler<'SEND_EMAIL'> = async (config, ctx): Promise<StepOutcome> => {
   const summary = stepSummary('SEND_EMAIL', ctx, `template ${config.templateId}`);
-  const successor = ctx.successor && patched(PATCHES.journeySendRecordsTransition) ? ctx.successor : undefined;
+  const successor = ctx.successor && journeyPatched(ctx.input, PATCHES.journeySendRecordsTransition) ? ctx.successor : undefined;
   const queued = await journeyActivities.queueJourneyEmail.executeWithOptions(summary, [
     {
       executionId: ctx.input.executionId,
@@ -27,7 +27,7 @@ export const sendEmailStep: StepHandler<'SEND_EMAIL'> = async (config, ctx): Pro
   ]);
   if (successor) return { output: sendEmailOutput(queued), transitionRecorded: true };
   if (!queued.emailId) return { output: sendEmailOutput(queued) };
-  if (patched(PATCHES.journeySendViaEngine)) return { output: sendEmailOutput(queued) };
+  if (journeyPatched(ctx.input, PATCHES.journeySendViaEngine)) return { output: sendEmailOutput(queued) };
   const outcome = await deliveryActivities(ctx.input).deliverEmail.executeWithOptions(summary, [queued.emailId]);
   if (outcome.delivered && !outcome.recorded) {
     await journeyActivities.recordEmailSent.executeWithOptions(summary, [queued.emailId, outcome.smtpResponse]);

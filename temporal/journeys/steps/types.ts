@@ -19,6 +19,8 @@ export interface JourneyInput {
   maxRetryIntervalSeconds?: number;
   /** The first step's start is in Postgres already (written with the claim); absent in executions started before. */
   firstStepRecorded?: boolean;
+  /** temporal/patches.ts JOURNEY_WALK when startJourney started it; absent in executions started before. */
+  walk?: number;
 }
 
 /** What a step handler sees: the execution, its context (mutable) and the events signalled so far. */
