@@ -97,7 +97,7 @@ export async function claimExecution(
   input: ExecutionClaim,
   firstStep?: Omit<StepStart, 'executionId'>,
 ): Promise<{ id: string; firstStepRecorded: boolean; names: { workflow: string; contact: string } } | null> {
-  // One statement (the claim was six round trips): the claim found again, else the entry (without
+  // One statement (it was a transaction of six, and one more for the names): the claim found again, else the entry (without
   // re-entry), the execution row already at its first step, and that step's start. The names label
   // the execution in the Temporal UI (the workflow's name, the contact's email).
   const row = await queryOne<{ id: string | null; recorded: boolean | null; workflow: string | null; contact: string | null }>(
