@@ -72,20 +72,26 @@ export async function renewLeases(em: EntityManager, ids: string[], leaseSeconds
   );
 }
 
+/** The relay accepted the email, and answered this. */
+export interface SentMark {
+  emailId: string;
+  smtpResponse: string;
+}
+
 /**
  * SENT, with their `email.sent` events, for everything the relay accepted since the last write:
  * one statement however many. A repeat changes nothing (sent_at is set once); an open or a
  * delivery notification may already have moved the status on, and then keeps it. Arrays, not a
  * JSON document, for the row estimate (see markCampaignEmailsSent).
  */
-export async function markEmailsSent(em: EntityManager, marks: { emailId: string; smtpResponse: string }[]): Promise<void> {
+export async function markEmailsSent(em: EntityManager, marks: SentMark[]): Promise<void> {
   if (marks.length === 0) return;
   const { sql, params } = sentMarkStatement(marks);
   await query(em, sql, params);
 }
 
 /** markEmailsSent's statement, apart so a test can read its plan. */
-export function sentMarkStatement(marks: { emailId: string; smtpResponse: string }[]): { sql: string; params: unknown[] } {
+export function sentMarkStatement(marks: SentMark[]): { sql: string; params: unknown[] } {
   const ids = marks.map((m) => m.emailId);
   return {
     sql: `with s as (

@@ -1,7 +1,8 @@
 import { setMaxListeners } from 'node:events';
 import { Context } from '@temporalio/activity';
 import type { Config } from '../../config';
-import { adoptUnassignedEmails, claimDueEmails, handOffForRetry, markEmailsSent, releaseClaims, renewLeases } from '../../db/messages/delivery-queue';
+import { adoptUnassignedEmails, handOffForRetry, releaseClaims, renewLeases, type SentMark } from '../../db/messages/delivery-queue';
+import { EngineStatements } from '../../db/messages/engine-statements';
 import { type EmailForDelivery, markEmailFailed } from '../../db/messages/emails';
 import type { Orm } from '../../db/orm';
 import type { OutboxListener } from '../../db/messages/outbox-listener';
@@ -48,12 +49,12 @@ const IDLE_WAIT_MS = 1000;
 const HANDOFF_AFTER_MS = 500;
 const EXPIRED_CHECK_MS = 1000;
 
-type Marks = { emailId: string; smtpResponse: string };
-
 export function createDeliveryEngineActivities({ orm, mailer, config, listener }: { orm: Orm; mailer: Mailer; config: Config; listener: OutboxListener }) {
   const { concurrency, leaseSeconds } = config.delivery;
   // A retry workflow may wait the longest backoff between attempts; its lease outlasts that.
   const handoffLeaseSeconds = config.sendRetryMaxIntervalSeconds + 120;
+  // Every round in this process (one per engine it runs) claims and marks in shared statements.
+  const statements = new EngineStatements(orm.em.fork());
 
   return {
     /**
@@ -92,17 +93,17 @@ export function createDeliveryEngineActivities({ orm, mailer, config, listener }
       const unreached: { emailId: string; projectId: string; error: string; at: Date }[] = [];
       // A reply of the relay (any code) after such a failure: it is up, and those emails failed on their own.
       let answeredSinceUnreached = false;
-      const marks = new SentMarks<Marks>((m) => markEmailsSent(em, m), (leaseSeconds * 1000) / 2);
+      const marks = new SentMarks<SentMark>((m) => statements.markSent(m), (leaseSeconds * 1000) / 2);
       let failed = 0;
       let claiming: Promise<number> | undefined;
       let expiredCheckedAt = 0;
       const claim = () =>
         (claiming ??= (async () => {
-          const claimed = await claimDueEmails(em, input.queue, batchSize, leaseSeconds);
+          const claimed = await statements.claim({ queue: input.queue, limit: batchSize, leaseSeconds, which: 'queued' });
           // Expired leases (a dead worker's emails) are rare: looked for when the queue runs short, at most once a second.
           if (claimed.length < batchSize && Date.now() - expiredCheckedAt > EXPIRED_CHECK_MS) {
             expiredCheckedAt = Date.now();
-            claimed.push(...(await claimDueEmails(em, input.queue, batchSize - claimed.length, leaseSeconds, 'expired')));
+            claimed.push(...(await statements.claim({ queue: input.queue, limit: batchSize - claimed.length, leaseSeconds, which: 'expired' })));
           }
           queued.push(...claimed);
           return claimed.length;
