@@ -42,7 +42,7 @@ import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import type { SmtpMessage } from '../test/helpers/smtp';
 import { rawPoolRate, type RawFigures, type RawMessageSpec } from './baselines';
-import { BENCH_RATE_LIMIT, cpuSecondsOf, headersOf, serviceMode, type Stack, startStack, Teardown, verifiedDomain, type Interruption, runBench, warmUp } from './harness';
+import { BENCH_RATE_LIMIT, cpuSecondsOf, cpuSnapshot, headersOf, serviceMode, type Stack, startStack, Teardown, verifiedDomain, type Interruption, runBench, warmUp } from './harness';
 import { closedLoop, environmentLine, goalLines, log, percentile, positiveInt, RequestTally } from './support';
 
 const LOG_LEVEL = 'warn';
@@ -168,6 +168,7 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
   const loadBefore = os.loadavg()[0]!;
   const cpuBefore = process.cpuUsage();
   const serviceCpuBefore = stack.servicePid ? cpuSecondsOf(stack.servicePid) : undefined;
+  const othersBefore = cpuSnapshot(stack);
   const wallStart = Date.now();
   const start = performance.now();
   // Both rates over time, to see whether delivery keeps pace while the API is busy and after.
@@ -206,6 +207,9 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
   const cpu = process.cpuUsage(cpuBefore);
   const cpuS = (cpu.user + cpu.system) / 1e6;
   const serviceCpuS = serviceCpuBefore === undefined ? undefined : cpuSecondsOf(stack.servicePid!)! - serviceCpuBefore;
+  const othersAfter = cpuSnapshot(stack);
+  const postgresCpuS = othersAfter.postgres - othersBefore.postgres;
+  const temporalCpuS = othersAfter.temporal - othersBefore.temporal;
   const loadAfter = os.loadavg()[0]!;
 
   // Rows are marked SENT just after the relay accepts (by whatever sends them); give them a moment.
@@ -272,6 +276,10 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
   // ---- 4. The raw reference, after (it empties the sink: the checks above are done) ----
   const rawAfter: RawFigures = stop.interrupted ? rawBefore : await rawPoolRate(stack, domainId, RAW_MESSAGE, opts.raw, opts.concurrency);
   const raw = (rawBefore.rate + rawAfter.rate) / 2;
+  const rawCpuMs = (rawBefore.cpuMs + rawAfter.cpuMs) / 2;
+  const perEmailMs = (cpuSeconds: number) => (1000 * cpuSeconds) / Math.max(1, opts.n);
+  const perEmail = (cpuSeconds: number) => perEmailMs(cpuSeconds).toFixed(2);
+  const totalCpuS = cpuS + (serviceCpuS ?? 0) + postgresCpuS + temporalCpuS;
 
   const sorted = Float64Array.from(tally.latencies.subarray(0, tally.done)).sort();
   const singleSorted = Float64Array.from(toSink).sort();
@@ -299,7 +307,7 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
     `  rate limit    RATE_LIMIT_PER_MINUTE raised to ${BENCH_RATE_LIMIT} (default 1000): the limiter still counts every request but never throttles`,
     `  message       DKIM-signed (RSA-2048) HTML rendered per recipient from subject "${SUBJECT}" and body "${BODY}"`,
     `  raw pool      ${raw.toFixed(0)} msg/s: the same messages (rendered ahead, composed and signed on send) through a fresh nodemailer pool straight to the sink, ${opts.concurrency} in flight ` +
-      `(${rawBefore.rate.toFixed(0)} before the load, ${rawAfter.rate.toFixed(0)} after; ${opts.raw} messages each; this process ${((rawBefore.cpuMs + rawAfter.cpuMs) / 2).toFixed(2)} ms CPU per message, sink included)`,
+      `(${rawBefore.rate.toFixed(0)} before the load, ${rawAfter.rate.toFixed(0)} after; ${opts.raw} messages each; this process ${rawCpuMs.toFixed(2)} ms CPU per message, sink included)`,
     `  accepted      ${loadAccepted} emails in ${acceptedS.toFixed(2)} s: ${rate(loadAccepted, acceptedS)} emails/s, ${rate(tally.ok, acceptedS)} requests/s at the API (until the last 200)`,
     `  latency       p50 ${ms(percentile(sorted, 50))}   p95 ${ms(percentile(sorted, 95))}   p99 ${ms(p99)}   max ${ms(sorted[sorted.length - 1] ?? NaN)}`,
     `  delivered     ${arrived ? `${loadAccepted} emails in ${deliveredS.toFixed(2)} s: ${rate(loadAccepted, deliveredS)} emails/s at the sink (first request to last message)` : `only ${loadDelivered} of ${loadAccepted} arrived`}`,
@@ -307,9 +315,11 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
     `  one at a time ${toSink.length} single sends on the idle service, each after the last arrived and ${ONE_AT_A_TIME_PAUSE_MS} ms: request → message at the sink p50 ${ms(singleP50)}   p99 ${ms(percentile(singleSorted, 99))}   max ${ms(singleSorted[singleSorted.length - 1] ?? NaN)}` +
       `; the API answered in p50 ${ms(percentile(singleApi, 50))}${lostSingles ? `; ${lostSingles} never arrived within 30 s` : ''}`,
     serviceCpuS === undefined
-      ? `  cpu           this process (load generator, API, worker, sink) used ${cpuS.toFixed(1)} CPU-s from the first request to the last delivery: ${((1000 * cpuS) / Math.max(1, opts.n)).toFixed(1)} ms per email`
-      : `  cpu           the service process used ${serviceCpuS.toFixed(1)} CPU-s from the first request to the last delivery: ${((1000 * serviceCpuS) / Math.max(1, opts.n)).toFixed(2)} ms per email; ` +
-        `this one (load generator, sink) ${((1000 * cpuS) / Math.max(1, opts.n)).toFixed(2)} ms per email`,
+      ? `  cpu           this process (load generator, API, worker, sink) used ${cpuS.toFixed(1)} CPU-s from the first request to the last delivery: ${perEmail(cpuS)} ms per email`
+      : `  cpu           the service process used ${serviceCpuS.toFixed(1)} CPU-s from the first request to the last delivery: ${perEmail(serviceCpuS)} ms per email; ` +
+        `this one (load generator, sink) ${perEmail(cpuS)} ms per email`,
+    `                PostgreSQL backends of ${stack.db.name} ${perEmail(postgresCpuS)} ms, Temporal server ${perEmail(temporalCpuS)} ms per email; all together ${perEmail(totalCpuS)} ms per email, ` +
+      `${(perEmailMs(totalCpuS) / rawCpuMs).toFixed(2)} × the raw pool's CPU per message (a machine's drift moves both alike, so this compares runs better than the rates do)`,
     `  errors        ${errors}${tally.errorDetail()}${single.errorDetail()}`,
     `  exactly once  ${exactlyOnce ? 'OK' : 'FAILED'}: ${once}/${total} email ids at the sink exactly once by Message-ID (${opts.n} of the load, ${opts.oneAtATime} one at a time); ` +
       `${duplicated} duplicated (${extraCopies} extra copies), ${missing} missing, ${unexpected} unexpected messages`,
