@@ -27,6 +27,8 @@ export type PatchId = (typeof PATCHES)[keyof typeof PATCHES];
  * here with the walk that first applies it (JOURNEY_WALK raised).
  */
 export const JOURNEY_WALK = 2;
+/** From this walk on, startJourney sets the first step's search attributes with the start. */
+export const FIRST_STEP_SHOWN_AT_START_WALK = 2;
 export const JOURNEY_PATCHES_BY_WALK: Partial<Record<PatchId, number>> = {
   [PATCHES.journeySendViaEngine]: 2,
   [PATCHES.journeyStepTransitions]: 2,

@@ -54,7 +54,9 @@ async function claimShared(em: EntityManager, requests: ClaimRequest[]): Promise
   const groups = new Map<string, number[]>();
   requests.forEach((r, i) => {
     const key = JSON.stringify([r.queue, r.leaseSeconds, r.which]);
-    groups.set(key, [...(groups.get(key) ?? []), i]);
+    const members = groups.get(key);
+    if (members) members.push(i);
+    else groups.set(key, [i]);
   });
   for (const members of groups.values()) {
     const first = requests[members[0]!]!;

@@ -3,7 +3,7 @@ import type { JsonValue } from '../../db/entities/contact';
 import type { StepStart } from '../../db/journeys/executions';
 import { type TrackedEventMessage, trackedEventSignal } from '../signals';
 import { CurrentStepKey, WaitingForEventKey } from '../search-attributes';
-import { PATCHES } from '../patches';
+import { FIRST_STEP_SHOWN_AT_START_WALK, PATCHES } from '../patches';
 import { journeyActivities } from './steps/proxies';
 import { nextStepId, plannedSuccessor, type RunnableStep, stepAt } from './graph-walk';
 import { stepHandlers } from './steps';
@@ -66,8 +66,7 @@ async function walk(input: JourneyInput, context: Record<string, JsonValue>, eve
     return;
   }
   let current = stepAt(input.graph, input.executionId, firstId, 1);
-  // From JOURNEY_WALK 2 on, the start set the first step's search attributes (startJourney).
-  if ((input.walk ?? 0) < 2) showCurrentStep(current.start);
+  if ((input.walk ?? 0) < FIRST_STEP_SHOWN_AT_START_WALK) showCurrentStep(current.start);
   // The dispatcher records it with its claim (temporal/triggers/dispatch.ts), and says so.
   if (!input.firstStepRecorded) await journeyActivities.recordStepStarted(current.start);
   for (;;) {
