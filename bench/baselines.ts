@@ -19,6 +19,7 @@ import { linkSigningSecret } from '../db/projects/secrets';
 import nodemailer from 'nodemailer';
 import { composeMessage, renderMessage } from '../mail/compose';
 import { dkimKeyObject } from '../mail/dkim';
+import { smtpOptionsFromUrl } from '../mail/smtp-pool';
 import type { BareActivities } from './baseline-workflow';
 import type { Stack } from './harness';
 import { closedLoop, log } from './support';
@@ -81,7 +82,8 @@ export async function rawPoolRate(
   if (!stack.config.smtpUrl) throw new Error('raw: the stack has no SMTP_URL');
   const url = new URL(stack.config.smtpUrl);
   url.searchParams.set('pool', 'true');
-  url.searchParams.set('maxConnections', '5');
+  // As many connections as the service's own pool keeps to this relay.
+  url.searchParams.set('maxConnections', String(smtpOptionsFromUrl(stack.config.smtpUrl).maxConnections));
   const pool = nodemailer.createTransport(url.toString());
   const before = stack.sink.messages.length;
   try {

@@ -3,15 +3,15 @@
  * the last message at a local SMTP sink, against the sink's raw acceptance rate measured in the
  * same run.
  *
- *   npx tsx bench/campaign.ts [--n 100000] [--raw 5000] [--throttle 1000000000]
+ *   npx tsx bench/campaign.ts [--n 100000] [--raw 5000] [--throttle 1000000000] [--service in-process|process]
  *
  * Set-up (bench/harness.ts, as bench/send.ts): a fresh database, an in-memory Temporal dev server,
  * the test DNS server and SMTP sink, the API and a worker in this process (default worker options,
- * default campaign tuning: batches of 500, 8 emails in flight), a project with a verified domain so
+ * default campaign tuning: batches of 500, 16 emails in flight), a project with a verified domain so
  * every email is DKIM-signed. N contacts are inserted set-based (not through the API).
  *
  * "raw" is a nodemailer pool (bench/baselines.ts rawPoolRate: mail/transport.ts createSmtpMailer,
- * the worker's own pool settings) sending straight to the same sink, 8 messages in flight, each
+ * the worker's own pool settings) sending straight to the same sink, as many messages in flight, each
  * message like a campaign email: the same template rendered for a contact (with its tracking pixel
  * and List-Unsubscribe headers), composed and DKIM-signed with the same cached key. It runs before and after the campaign; the
  * mean of the two is the reference. "end to end" is N / (last message at the sink − the send
@@ -19,8 +19,11 @@
  * marks and the Temporal round trips. SEND_THROTTLE_PER_SECOND is raised (--throttle) so the
  * per-project throttle, still consulted for every chunk, does not limit the figure.
  *
- * The sink, the load, the API and the worker share one Node process, and all of it shares the
- * machine with PostgreSQL and Temporal: the ratio says what the platform costs on top of SMTP here.
+ * With `--service in-process` (the default) the sink, the API and the worker share one Node process;
+ * with `--service process` the service runs as `npm start` runs it (`tidings start`, a process of
+ * its own), so the sink, as a relay would, runs beside the worker instead of on its event loop,
+ * and the node CPU is given for each process. Either way all of it shares the machine with
+ * PostgreSQL and Temporal: the ratio says what the platform costs on top of SMTP here.
  */
 import os from 'node:os';
 import { parseArgs } from 'node:util';
@@ -28,7 +31,7 @@ import { newId } from '../db/ids';
 import { query, queryOne } from '../db/sql';
 import { DEFAULT_CAMPAIGN_TUNING } from '../temporal/campaigns/workflow';
 import { rawPoolRate, type RawMessageSpec } from './baselines';
-import { cpuSnapshot, headersOf, type Stack, startStack, Teardown, verifiedDomain, type Interruption, runBench } from './harness';
+import { cpuSecondsOf, cpuSnapshot, headersOf, serviceMode, type Stack, startStack, Teardown, verifiedDomain, type Interruption, runBench } from './harness';
 import { environmentLine, log, positiveInt } from './support';
 
 const DOMAIN = 'bench-campaign.test';
@@ -43,14 +46,20 @@ function options() {
       n: { type: 'string', default: '100000' },
       raw: { type: 'string', default: '5000' },
       throttle: { type: 'string', default: '1000000000' },
+      service: { type: 'string', default: 'in-process' },
       help: { type: 'boolean', short: 'h' },
     },
   });
   if (values.help) {
-    process.stdout.write('Usage: npx tsx bench/campaign.ts [--n 100000] [--raw 5000] [--throttle 1000000000]\n');
+    process.stdout.write('Usage: npx tsx bench/campaign.ts [--n 100000] [--raw 5000] [--throttle 1000000000] [--service in-process|process]\n');
     process.exit(0);
   }
-  return { n: positiveInt('n', values.n), raw: positiveInt('raw', values.raw), throttle: positiveInt('throttle', values.throttle) };
+  return {
+    n: positiveInt('n', values.n),
+    raw: positiveInt('raw', values.raw),
+    throttle: positiveInt('throttle', values.throttle),
+    service: serviceMode(values.service),
+  };
 }
 
 /** N contacts, 10,000 per statement: `user<i>@bench.example.org`, subscribed, with two data fields. */
@@ -88,6 +97,7 @@ async function main(teardown: Teardown, signals: Interruption): Promise<void> {
     checkpoint: signals.checkpoint,
     concurrency: 4,
     env: { SEND_THROTTLE_PER_SECOND: String(opts.throttle) },
+    service: opts.service,
   });
   const domainId = await verifiedDomain(stack, DOMAIN);
   signals.checkpoint();
@@ -113,6 +123,7 @@ async function main(teardown: Teardown, signals: Interruption): Promise<void> {
 
   const loadBefore = os.loadavg()[0]!;
   const cpuBefore = cpuSnapshot(stack);
+  const serviceCpuBefore = stack.servicePid ? cpuSecondsOf(stack.servicePid) : undefined;
   const wallStart = Date.now();
   t = performance.now();
   const sent = await stack.client.request('POST', `/campaigns/${campaignId}/send`, {});
@@ -137,6 +148,7 @@ async function main(teardown: Teardown, signals: Interruption): Promise<void> {
   const lastAt = messages.length ? Math.max(...messages.slice(-1000).map((m) => m.receivedAt.getTime())) : NaN;
   const firstAt = messages.length ? messages[0]!.receivedAt.getTime() : NaN;
   const cpuAfter = cpuSnapshot(stack);
+  const serviceCpuS = serviceCpuBefore === undefined ? undefined : cpuSecondsOf(stack.servicePid!)! - serviceCpuBefore;
   const loadAfter = os.loadavg()[0]!;
 
   // The campaign's own end: SENT once its last mark is written.
@@ -184,14 +196,21 @@ async function main(teardown: Teardown, signals: Interruption): Promise<void> {
   const e2eSeconds = (lastAt - wallStart) / 1000;
   const e2e = opts.n / e2eSeconds;
   const steady = (opts.n - 1) / ((lastAt - firstAt) / 1000);
-  const cpu = (k: 'node' | 'temporal' | 'postgres') => (cpuAfter[k] - cpuBefore[k]).toFixed(1);
-  const perEmail = (k: 'node' | 'temporal' | 'postgres') => (((cpuAfter[k] - cpuBefore[k]) * 1000) / opts.n).toFixed(2);
+  const cpuS = { node: cpuAfter.node - cpuBefore.node + (serviceCpuS ?? 0), temporal: cpuAfter.temporal - cpuBefore.temporal, postgres: cpuAfter.postgres - cpuBefore.postgres };
+  const cpu = (k: keyof typeof cpuS) => cpuS[k].toFixed(1);
+  const perEmail = (k: keyof typeof cpuS) => ((cpuS[k] * 1000) / opts.n).toFixed(2);
+  const nodeSplit =
+    serviceCpuS === undefined
+      ? ''
+      : ` (the service ${serviceCpuS.toFixed(1)} s, ${((serviceCpuS * 1000) / opts.n).toFixed(2)} ms per email; this process, the sink, ${(cpuS.node - serviceCpuS).toFixed(1)} s)`;
   const lines = [
     '',
     `Tidings campaign bench: one campaign to N=${opts.n} contacts, API → Temporal → worker → SMTP sink`,
     `  environment   ${environmentLine(stack.db.serverVersion)}`,
     `  load average  ${loadBefore.toFixed(1)} before, ${loadAfter.toFixed(1)} after (1-minute; other work on the machine skews the figures)`,
-    `  setup         one Node process runs the API, the Temporal worker (default options), the DNS server and the SMTP sink;`,
+    stack.servicePid
+      ? `  setup         the service is one process of its own (tidings start: API + worker, NODE_ENV=production); this process runs the DNS server and the SMTP sink;`
+      : `  setup         one Node process runs the API, the Temporal worker (default options), the DNS server and the SMTP sink;`,
     `                PostgreSQL and the Temporal dev server (in-memory, headless) are separate processes on the same machine`,
     `  campaign      batches of ${DEFAULT_CAMPAIGN_TUNING.batchSize}, ${inFlight} emails in flight, SEND_THROTTLE_PER_SECOND=${opts.throttle} (consulted, not limiting)`,
     `  message       MARKETING: DKIM-signed (RSA-2048) HTML rendered per contact, click-tracked link and open pixel, List-Unsubscribe`,
@@ -200,7 +219,7 @@ async function main(teardown: Teardown, signals: Interruption): Promise<void> {
     `  steady        ${steady.toFixed(0)} emails/s (first → last message at the sink)`,
     `  raw           ${raw.toFixed(0)} msg/s: nodemailer pool straight to the sink, ${inFlight} in flight (${rawBefore.rate.toFixed(0)} before, ${rawAfter.rate.toFixed(0)} after; ${opts.raw} messages each)`,
     `  ratio         ${(e2e / raw).toFixed(2)} end to end / raw (${(steady / raw).toFixed(2)} steady / raw)`,
-    `  cpu           during the campaign: node ${cpu('node')} s, temporal ${cpu('temporal')} s, postgres ${cpu('postgres')} s (the server's, other databases' work included)`,
+    `  cpu           during the campaign: node ${cpu('node')} s${nodeSplit}, temporal ${cpu('temporal')} s, postgres ${cpu('postgres')} s (the server's, other databases' work included)`,
     `  cpu per email campaign: node ${perEmail('node')} ms + postgres ${perEmail('postgres')} ms + temporal ${perEmail('temporal')} ms; raw: node ${rawCpuMs.toFixed(2)} ms (sink included in both)`,
     `  check         ${checkOk ? 'OK' : 'FAILED'}: ${perRecipient.size}/${opts.n} recipients at the sink, ${duplicated} more than once, ${ids.size} distinct Message-IDs, ${unsigned} not signed for ${DOMAIN}; ${sentRows}/${opts.n} emails rows SENT (${rows.map((r) => `${r.status} ${r.n}`).join(', ')}); campaign ${c.status}, totalRecipients ${c.total}`,
     '',

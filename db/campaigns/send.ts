@@ -24,7 +24,8 @@ export type BeginOutcome =
  * API's transaction rolled back) or already ended answers its state.
  */
 export async function beginCampaignSend(em: EntityManager, campaignId: string): Promise<BeginOutcome> {
-  return transaction(em, async (tx) => {
+  let snapshot = 0;
+  const outcome = await transaction(em, async (tx): Promise<BeginOutcome> => {
     const c = await queryOne<{
       project_id: string;
       status: CampaignStatus;
@@ -57,6 +58,7 @@ export async function beginCampaignSend(em: EntityManager, campaignId: string): 
         [campaignId, ...audience.params],
       );
       total = Number(inserted!.n);
+      snapshot = total;
     }
     await query(
       tx,
@@ -66,7 +68,15 @@ export async function beginCampaignSend(em: EntityManager, campaignId: string): 
     );
     return { state: 'SENDING', totalRecipients: total };
   });
+  // The batches page through these rows by key. Until the statistics know them, the planner
+  // guessed a few dozen and sorted every recipient after the cursor for each page (20 ms a page
+  // at 20,000) until autovacuum came by, a minute or more later.
+  if (snapshot >= ANALYZE_AFTER_SNAPSHOT) await query(em, 'analyze campaign_recipients');
+  return outcome;
 }
+
+/** Recipients from which a snapshot is worth a fresh look at the statistics (a sample of 30,000 rows: 0.1 s with 1,000,000 in the table). */
+const ANALYZE_AFTER_SNAPSHOT = 1000;
 
 export interface SendingCampaign {
   projectId: string;
@@ -110,6 +120,16 @@ export interface Recipient {
   status: RecipientStatus;
 }
 
+/**
+ * loadRecipientBatch's statement, exported for its plan's test. The page is cut before the join:
+ * joined first, every recipient after the cursor was looked up in contacts before the sort and
+ * the limit (50 ms a page at 20,000, while the statistics did not know the snapshot's rows yet).
+ */
+export const RECIPIENT_PAGE = `select r.contact_id, r.status, c.email, c.subscribed, c.data, c.created_at, c.updated_at
+     from (select contact_id, status from campaign_recipients where campaign_id = ? and contact_id > ? order by contact_id limit ?) r
+     join contacts c on c.id = r.contact_id
+     order by r.contact_id`;
+
 /** The next `limit` recipients after `after` (keyset on contact_id), with their contact as it is now. */
 export async function loadRecipientBatch(em: EntityManager, campaignId: string, after: string | null, limit: number): Promise<Recipient[]> {
   const rows = await query<{
@@ -122,10 +142,7 @@ export async function loadRecipientBatch(em: EntityManager, campaignId: string, 
     updated_at: Date;
   }>(
     em,
-    `select r.contact_id, r.status, c.email, c.subscribed, c.data, c.created_at, c.updated_at
-     from campaign_recipients r join contacts c on c.id = r.contact_id
-     where r.campaign_id = ? and r.contact_id > ?
-     order by r.contact_id limit ?`,
+    RECIPIENT_PAGE,
     [campaignId, after ?? '', limit],
   );
   return rows.map((r) => ({
@@ -161,6 +178,7 @@ export interface SentMark {
  */
 export async function markCampaignEmailsSent(em: EntityManager, projectId: string, campaignId: string, marks: SentMark[]): Promise<void> {
   if (marks.length === 0) return;
+  const ids = marks.map((m) => m.emailId);
   await query(
     em,
     `with s as (
@@ -169,7 +187,9 @@ export async function markCampaignEmailsSent(em: EntityManager, projectId: strin
        update emails e set status = case when e.status in ('QUEUED','SENDING') then 'SENT' else e.status end,
          smtp_response = s.response, error = null, sent_at = now(), updated_at = now(),
          attempts = e.attempts + 1, last_attempt_at = now()
-       from s where e.id = s.email_id and e.sent_at is null and e.status <> 'FAILED'
+       -- e.id = any(...) as well: else, on statistics older than the campaign's rows, the planner
+       -- took every unsent email from an index on sent_at and hashed them (5 ms at 20,000).
+       from s where e.id = s.email_id and e.id = any(?::uuid[]) and e.sent_at is null and e.status <> 'FAILED'
        returning e.id, e.contact_id
      ), ev as (
        insert into events (id, project_id, contact_id, name, data)
@@ -180,7 +200,7 @@ export async function markCampaignEmailsSent(em: EntityManager, projectId: strin
        from s where r.campaign_id = ? and r.contact_id = s.contact_id
      )
      update campaigns set sent_count = sent_count + (select count(*) from upd) where id = ?`,
-    [marks.map((m) => m.emailId), marks.map((m) => m.contactId), marks.map((m) => m.smtpResponse), marks.map(() => newId('evt')), projectId, campaignId, campaignId, campaignId],
+    [ids, marks.map((m) => m.contactId), marks.map((m) => m.smtpResponse), marks.map(() => newId('evt')), ids, projectId, campaignId, campaignId, campaignId],
   );
 }
 

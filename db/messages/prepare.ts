@@ -337,11 +337,13 @@ export async function writeEmailsWithContacts(em: EntityManager, contacts: { sql
 }
 
 /** New rows come back with only their id; rows found under a source key come back whole. */
-async function insertRows(em: EntityManager, emails: PreparedEmail[]): Promise<InsertedRow[]> {
-  const keyed = emails.some((e) => e.sourceKey);
-  return query<InsertedRow>(
-    em,
-    `with ${EMAIL_INPUT}, ins as (
+function insertRows(em: EntityManager, emails: PreparedEmail[]): Promise<InsertedRow[]> {
+  return query<InsertedRow>(em, insertRowsStatement(emails.some((e) => e.sourceKey)), [inputRows(emails)]);
+}
+
+/** insertRows' statement (one parameter: the rows as JSON), apart so a test can read its plan. */
+export function insertRowsStatement(keyed: boolean): string {
+  return `with ${EMAIL_INPUT}, ins as (
        ${insertEmails()}
        returning id, source_key
      )
@@ -350,12 +352,13 @@ async function insertRows(em: EntityManager, emails: PreparedEmail[]): Promise<I
      from ins
      ${
        keyed
-         ? `union all
+         ? // One lookup per input row on emails_source_key: as a join, on statistics older than a
+           // campaign's rows, the planner read the whole table for every batch (11 ms at 20,000).
+           `union all
      select e.id, e.source_key, e.status, e.error, false, e.to_email, e.subject, e.body, e.headers
-     from emails e join input i on e.project_id = i.project_id and e.source_key = i.source_key
-     where e.source_key is not null`
+     from input i cross join lateral (
+       select * from emails e where e.project_id = i.project_id and e.source_key = i.source_key and e.source_key is not null limit 1
+     ) e`
          : ''
-     }`,
-    [inputRows(emails)],
-  );
+     }`;
 }

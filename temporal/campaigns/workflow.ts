@@ -26,7 +26,7 @@ export interface CampaignTuning {
   batchesPerRun: number;
 }
 
-export const DEFAULT_CAMPAIGN_TUNING: CampaignTuning = { batchSize: 500, concurrency: 8, maxBatchSeconds: 60, batchesPerRun: 1000 };
+export const DEFAULT_CAMPAIGN_TUNING: CampaignTuning = { batchSize: 500, concurrency: 16, maxBatchSeconds: 60, batchesPerRun: 1000 };
 
 export interface CampaignInput {
   projectId: string;

@@ -307,7 +307,7 @@ describe('TLS and AUTH', () => {
 
 describe('SMTP_URL', () => {
   test('defaults and parameters', () => {
-    expect(smtpOptionsFromUrl('smtp://relay.example.com')).toMatchObject({ host: 'relay.example.com', port: 587, secure: false, startTls: 'offered', maxConnections: 5 });
+    expect(smtpOptionsFromUrl('smtp://relay.example.com')).toMatchObject({ host: 'relay.example.com', port: 587, secure: false, startTls: 'offered', maxConnections: 10 });
     expect(smtpOptionsFromUrl('smtps://u%40x.com:p%2Fw@relay.example.com')).toMatchObject({ port: 465, secure: true, auth: { user: 'u@x.com', pass: 'p/w' } });
     expect(
       smtpOptionsFromUrl('smtp://relay.example.com:2525?pool=true&maxConnections=12&requireTLS=true&tls.rejectUnauthorized=false&name=mx.example.com'),

@@ -1,7 +1,9 @@
 import { escapeLiteral, Pool } from 'pg';
 import { contactUpsertCtes } from '../../db/contacts/contacts';
 import { newId } from '../../db/ids';
+import { RECIPIENT_PAGE } from '../../db/campaigns/send';
 import { sentMarkStatement } from '../../db/messages/delivery-queue';
+import { insertRowsStatement } from '../../db/messages/prepare';
 import { createOrm, migrate, type Orm } from '../../db/orm';
 import { createProject } from '../../db/projects/projects';
 import { query, transaction } from '../../db/sql';
@@ -19,6 +21,7 @@ admin.pathname = '/postgres';
 const name = `tidings_plans_${Date.now()}`;
 let orm: Orm;
 let projectId: string;
+const campaignId = newId('cmp');
 
 beforeAll(async () => {
   const adminDb = new Pool({ connectionString: admin.toString(), max: 1 });
@@ -30,9 +33,13 @@ beforeAll(async () => {
   await migrate(orm);
   const em = orm.em.fork();
   projectId = (await createProject(em, 'plans')).id;
+  await query(em, `insert into campaigns (id, project_id, name, subject, body, from_email) values (?, ?, 'c', 's', 'b', 'a@example.org')`, [
+    campaignId,
+    projectId,
+  ]);
   // Statistics taken while the tables are small, then fifteen times the rows.
   await grow(em, 100);
-  await query(em, 'analyze contacts, emails');
+  await query(em, 'analyze contacts, emails, campaign_recipients');
   await grow(em, 1500);
 }, 60_000);
 
@@ -52,11 +59,13 @@ async function grow(em: ReturnType<Orm['em']['fork']>, n: number): Promise<void>
   );
   await query(
     em,
-    `insert into emails (id, project_id, contact_id, source, to_email, from_email, subject, body, status, sent_at)
-     select gen_random_uuid(), ?, ? || g, 'transactional', ? || g || '@example.org', 'a@example.org', 's', 'b', 'SENT', now()
+    `insert into emails (id, project_id, contact_id, source, to_email, from_email, subject, body, status, sent_at, source_key)
+     select gen_random_uuid(), ?, ? || g, 'transactional', ? || g || '@example.org', 'a@example.org', 's', 'b', 'SENT', now(), ? || g
      from generate_series(1, ?) g`,
-    [projectId, tag, tag, n],
+    [projectId, tag, tag, `${tag}:`, n],
   );
+  // Each contact a recipient of the campaign: a snapshot the statistics do not know yet.
+  await query(em, `insert into campaign_recipients (campaign_id, contact_id) select ?, ? || g from generate_series(1, ?) g`, [campaignId, tag, n]);
 }
 
 const arrayText = (items: unknown[]) =>
@@ -102,4 +111,24 @@ test('the SENT mark finds its emails by primary key', async () => {
   const text = await plan(sql, params);
   expect(text).not.toMatch(/Seq Scan on emails/);
   expect(text).toMatch(/emails_pkey/);
+});
+
+test('a batch of email rows looks up the rows already written under its source keys one by one', async () => {
+  const row = { id: '0192f0a0-0000-7000-8000-000000000003', project_id: projectId, source: 'campaign', to_email: 'x@example.org', from_email: 'a@example.org', subject: 's', body: 'b', source_key: 'k' };
+  const text = await plan(insertRowsStatement(true), [JSON.stringify([row])]);
+  expect(text).not.toMatch(/Seq Scan on emails/);
+  expect(text).toMatch(/Index Scan using emails_source_key on emails/);
+});
+
+test("a campaign's recipient page is cut before its contacts are read", async () => {
+  const lines = (await plan(RECIPIENT_PAGE, [campaignId, '', 100])).split('\n');
+  const indent = (l: string) => l.search(/\S/);
+  const limit = lines.findIndex((l) => /Limit/.test(l));
+  expect(limit).toBeGreaterThan(0);
+  // What the limit reads from (the lines indented under it): recipients only. Before, the limit
+  // was the top node and every recipient after the cursor was joined with its contact under it.
+  const end = lines.findIndex((l, i) => i > limit && indent(l) <= indent(lines[limit]!));
+  const underLimit = lines.slice(limit + 1, end < 0 ? undefined : end).join('\n');
+  expect(underLimit).toMatch(/campaign_recipients/);
+  expect(underLimit).not.toMatch(/contacts/);
 });
