@@ -103,19 +103,33 @@ export class SmtpPool {
 
   constructor(private readonly opts: SmtpPoolOptions) {}
 
-  /** Resolves with the relay's reply to the content; throws SmtpError. */
+  /**
+   * Resolves with the relay's reply to the content; throws SmtpError. With PIPELINING the
+   * connection goes back to the pool as soon as the content is written, so the next message's
+   * commands follow it before the relay's reply (mail/smtp-session.ts).
+   */
   async send(from: string, to: string[], raw: Buffer): Promise<string> {
     for (let attempt = 1; ; attempt++) {
       const { session, reused } = await this.acquire();
+      let written = false;
+      let released = false;
+      const release = () => {
+        if (!released) this.release(session);
+        released = true;
+      };
       try {
-        return await session.send(from, to, raw);
+        return await session.send(from, to, raw, () => {
+          written = true;
+          if (session.pipelining) release();
+        });
       } catch (err) {
-        // A kept connection the relay dropped while it sat idle: nothing of this message left, so
-        // it goes once more on a new connection instead of counting as the relay being down.
-        const stale = reused && !session.contentWritten && err instanceof SmtpError && err.responseCode === undefined;
+        // A kept connection the relay dropped while it sat idle (or under a transaction pipelined
+        // before it): nothing of this message left, so it goes once more on a new connection
+        // instead of counting as the relay being down.
+        const stale = reused && !written && err instanceof SmtpError && err.responseCode === undefined;
         if (!stale || attempt > 1) throw err;
       } finally {
-        this.release(session);
+        release();
       }
     }
   }
@@ -177,7 +191,7 @@ export class SmtpPool {
   private sweep(): void {
     const cutoff = Date.now() - this.opts.idleTimeoutMs;
     // Least recently used first: idle is in release order.
-    while (this.idle.length > 0 && this.idle[0]!.since < cutoff) this.idle[0]!.session.close();
+    while (this.idle.length > 0 && this.idle[0]!.since < cutoff) this.idle.shift()!.session.close();
     if (this.idle.length === 0) {
       clearInterval(this.sweeper);
       this.sweeper = undefined;

@@ -49,11 +49,14 @@ export function dataPayload(raw: Buffer): Buffer[] {
 }
 
 /**
- * One SMTP connection to the relay, past EHLO, STARTTLS and AUTH, carrying one transaction at a
- * time. With PIPELINING (RFC 2920) a message costs two writes and two waits: MAIL FROM, RCPT TO
- * and DATA together, then the content. Nodemailer's client, which this replaces for sending, waits
- * on each command and streams the content through a chain of transforms: after the DKIM
- * signature, it was the largest cost of a campaign email in node (docs/performance.md).
+ * One SMTP connection to the relay, past EHLO, STARTTLS and AUTH. With PIPELINING (RFC 2920) a
+ * message goes in two writes: MAIL FROM, RCPT TO and DATA together, then the content; and the
+ * next message's commands may follow its content before the relay answered it (RFC 2920 3.1: the
+ * content may begin a group), so a busy connection waits one round trip per message instead of
+ * two. The replies come in the order asked, so each transaction takes its own. Nodemailer's client,
+ * which this replaces for sending, waits on each command and streams the content through a chain
+ * of transforms: after the DKIM signature, it was the largest cost of a campaign email in node
+ * (docs/performance.md).
  */
 export class SmtpSession {
   private socket: net.Socket;
@@ -66,8 +69,8 @@ export class SmtpSession {
   private extensions = new Set<string>();
   /** Transactions begun on this connection. */
   messages = 0;
-  /** Set once the current transaction's content was written: from then on, a failure may follow a delivery. */
-  contentWritten = false;
+  /** close() was called with replies still to come: QUIT follows the last of them. */
+  private closing = false;
   /** Called once, when the connection fails or closes: the pool forgets it. */
   onGone: (() => void) | undefined;
   /** Rejects with the failure, for waits that are not replies (the TLS handshake). */
@@ -102,13 +105,22 @@ export class SmtpSession {
   }
 
   get usable(): boolean {
-    return this.failure === undefined;
+    return this.failure === undefined && !this.closing;
   }
 
-  /** Sends one message; resolves with the relay's 2xx reply to its content, throws SmtpError. */
-  async send(from: string, to: string[], raw: Buffer): Promise<string> {
+  /** Whether the next transaction may begin before the relay answered this one's content. */
+  get pipelining(): boolean {
+    return this.extensions.has('PIPELINING');
+  }
+
+  /**
+   * Sends one message; resolves with the relay's 2xx reply to its content, throws SmtpError.
+   * `contentWritten` is called once the content is on its way (from then on a failure may follow
+   * a delivery), and once this transaction's reply is awaited in turn: with PIPELINING, the next
+   * transaction may begin.
+   */
+  async send(from: string, to: string[], raw: Buffer, contentWritten?: () => void): Promise<string> {
     this.messages++;
-    this.contentWritten = false;
     const utf8 = this.extensions.has('SMTPUTF8') && /[^\x00-\x7f]/.test(from + to.join(''));
     const commands: [string, string, string][] = [
       [`MAIL FROM:<${from}>${utf8 ? ' SMTPUTF8' : ''}`, 'MAIL FROM', 'Mail command failed'],
@@ -145,19 +157,29 @@ export class SmtpSession {
       throw refused;
     }
     this.stage = 'DATA';
-    this.contentWritten = true;
     if (!this.failure) {
       this.socket.cork();
       for (const part of dataPayload(raw)) this.socket.write(part);
-      this.socket.uncork();
+      // Uncorked on the next tick, so a next transaction's commands begun now go in the same write.
+      process.nextTick(() => this.socket.uncork());
     }
-    const reply = await this.reply();
+    // Queued before `contentWritten` lets another transaction queue its own.
+    const final = this.reply();
+    contentWritten?.();
+    const reply = await final;
     if (reply.code < 200 || reply.code >= 300) throw replyError('Message failed', reply, 'EMESSAGE', 'DATA');
     return reply.text;
   }
 
-  /** QUIT when the connection is idle and healthy; the socket closes either way. */
+  /**
+   * QUIT when the connection is idle and healthy (after the replies still to come, if any: a
+   * pipelined transaction is not cut off); the socket closes either way.
+   */
   close(): void {
+    if (this.failure === undefined && this.waiting.length > 0) {
+      this.closing = true;
+      return;
+    }
     const polite = this.failure === undefined && this.waiting.length === 0;
     this.fail(new SmtpError('The connection was closed by this client', undefined, false, 'ECONNECTION', this.stage), !polite);
     if (polite) this.socket.end('QUIT\r\n');
@@ -270,8 +292,14 @@ export class SmtpSession {
         this.fail(err);
         return;
       }
-      if (waiter) waiter.resolve(reply);
-      else {
+      if (waiter) {
+        waiter.resolve(reply);
+        if (this.closing && this.waiting.length === 0) {
+          this.closing = false;
+          this.close();
+          return;
+        }
+      } else {
         this.fail(new SmtpError(`Unexpected reply from the relay: ${reply.text}`, reply.code, false, 'EPROTOCOL', this.stage));
         return;
       }

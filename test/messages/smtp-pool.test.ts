@@ -260,6 +260,60 @@ describe('a kept connection that fails', () => {
   });
 });
 
+describe('pipelining across messages', () => {
+  test("the next message's commands follow a content before the relay answered it", async () => {
+    const seen: string[] = [];
+    // The first content is never answered: only pipelining gets the second MAIL FROM to the relay.
+    const r = await scripted((stage, n) => {
+      seen.push(`${stage} ${n}`);
+      return stage === 'content' && n === 1 ? 'silent' : 'answer';
+    });
+    const p = pool(r.url, { maxConnections: 1 });
+    // What the sends resolve to is beside the point: this relay answers out of turn.
+    const sends = [1, 2].map((i) => p.send('a@example.com', [`r${i}@example.org`], message(i)).catch(() => undefined));
+    for (const until = Date.now() + 2000; !seen.includes('mail 2') && Date.now() < until; ) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(seen.slice(0, 3)).toEqual(['mail 1', 'content 1', 'mail 2']);
+    await r.close();
+    await Promise.all(sends);
+  });
+
+  test("a refused content fails its message only; the messages pipelined behind it are delivered", async () => {
+    let n = 0;
+    const r = await relay({
+      onData(stream, session, callback) {
+        const chunks: Buffer[] = [];
+        stream.on('data', (c: Buffer) => chunks.push(c));
+        stream.on('end', () => {
+          if (++n === 1) return callback(Object.assign(new Error('Content rejected'), { responseCode: 554 }));
+          r.received.push({ from: '', to: session.envelope.rcptTo.map((x) => x.address), raw: Buffer.concat(chunks), secure: false, user: undefined });
+          callback(null, 'ok');
+        });
+      },
+    });
+    const p = pool(r.url, { maxConnections: 1 });
+    const sends = [1, 2, 3].map((i) => p.send('a@example.com', [`r${i}@example.org`], message(i)));
+    const refused = await failureOf(sends[0]!);
+    expect(refused).toMatchObject({ responseCode: 554, permanent: true, code: 'EMESSAGE', command: 'DATA' });
+    await Promise.all(sends.slice(1));
+    expect(r.received.map((m) => m.to[0])).toEqual(['r2@example.org', 'r3@example.org']);
+    expect(r.connections.total).toBe(1);
+  });
+
+  test('a connection dropped after a content: that message is not sent again, the one pipelined behind it goes on a new connection', async () => {
+    let contents = 0;
+    const r = await scripted((stage) => (stage === 'content' && ++contents === 1 ? 'drop' : 'answer'));
+    const p = pool(r.url, { maxConnections: 1 });
+    const [first, second] = await Promise.allSettled([
+      p.send('a@example.com', ['r1@example.org'], message(1)),
+      p.send('a@example.com', ['r2@example.org'], message(2)),
+    ]);
+    expect(first).toMatchObject({ status: 'rejected', reason: { responseCode: undefined, code: 'ECONNECTION' } });
+    expect(second).toMatchObject({ status: 'fulfilled' });
+    expect(r.received).toHaveLength(2);
+    expect(r.connections.total).toBe(2);
+  });
+});
+
 describe('TLS and AUTH', () => {
   test('STARTTLS when the relay offers it; the relay’s certificate is checked', async () => {
     const r = await relay({ disabledCommands: [] });
