@@ -212,7 +212,7 @@ async function main(teardown: Teardown, signals: Interruption): Promise<void> {
       ? `  setup         the service is one process of its own (tidings start: API + worker, NODE_ENV=production); this process runs the DNS server and the SMTP sink;`
       : `  setup         one Node process runs the API, the Temporal worker (default options), the DNS server and the SMTP sink;`,
     `                PostgreSQL and the Temporal dev server (in-memory, headless) are separate processes on the same machine`,
-    `  campaign      batches of ${DEFAULT_CAMPAIGN_TUNING.batchSize}, ${inFlight} emails in flight, SEND_THROTTLE_PER_SECOND=${opts.throttle} (consulted, not limiting)`,
+    `  campaign      batches of ${stack.config.campaignBatchSize}, ${inFlight} emails in flight, SEND_THROTTLE_PER_SECOND=${opts.throttle} (consulted, not limiting)`,
     `  message       MARKETING: DKIM-signed (RSA-2048) HTML rendered per contact, click-tracked link and open pixel, List-Unsubscribe`,
     `  send request  answered in ${acceptMs.toFixed(0)} ms (status SENDING); audience snapshot done ${c.snapshot_ms === null ? '?' : `${(Number(c.snapshot_ms) / 1000).toFixed(2)} s`} after it`,
     `  end to end    ${opts.n} emails in ${e2eSeconds.toFixed(2)} s: ${e2e.toFixed(0)} emails/s (send request → last message at the sink)`,

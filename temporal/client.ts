@@ -8,7 +8,7 @@ export interface TemporalSettings {
 }
 
 /** The settings that workflow starts pass on to their workflows (domain check periods, retry caps). */
-export type GatewayConfig = Pick<Config, 'domainCheck' | 'sendRetryMaxIntervalSeconds'>;
+export type GatewayConfig = Pick<Config, 'domainCheck' | 'sendRetryMaxIntervalSeconds' | 'campaignBatchSize'>;
 
 /** Values of temporal.api.enums.v1.TaskQueueType and TaskQueueKind. */
 const TASK_QUEUE_TYPE = { workflow: 1, activity: 2 } as const;

@@ -18,7 +18,7 @@ export async function startCampaign(
     args: [
       {
         ...input,
-        tuning: { ...DEFAULT_CAMPAIGN_TUNING, ...tuning },
+        tuning: { ...DEFAULT_CAMPAIGN_TUNING, batchSize: temporal.config.campaignBatchSize, ...tuning },
         maxRetryIntervalSeconds: temporal.config.sendRetryMaxIntervalSeconds,
       },
     ],

@@ -26,13 +26,8 @@ export interface CampaignTuning {
   batchesPerRun: number;
 }
 
-/**
- * Between two batches the lanes drain and the next activity starts (a workflow task, the send
- * lock, the template, the first page): at 500 a batch that gap cost a campaign of 20,000 about a
- * fifth of its rate (bench/campaign.ts: 989 emails/s against 1,316 at 5,000, docs/performance.md).
- * A retried batch walks its recipients again, skipping those settled already.
- */
-export const DEFAULT_CAMPAIGN_TUNING: CampaignTuning = { batchSize: 5000, concurrency: 16, maxBatchSeconds: 60, batchesPerRun: 1000 };
+/** The batch size is the deployment's (CAMPAIGN_BATCH_SIZE, config.ts). */
+export const DEFAULT_CAMPAIGN_TUNING: Omit<CampaignTuning, 'batchSize'> = { concurrency: 16, maxBatchSeconds: 60, batchesPerRun: 1000 };
 
 export interface CampaignInput {
   projectId: string;

@@ -4,6 +4,8 @@ import { newId } from '../../db/ids';
 import type { ProjectWithKeys } from '../../db/projects/projects';
 import { setThrottleRate } from '../../db/messages/send-throttle';
 import { query, queryOne } from '../../db/sql';
+import { loadConfig } from '../../config';
+import { TemporalGateway } from '../../temporal/client';
 import { startCampaign } from '../../temporal/campaigns/lifecycle';
 import type { DnsServer } from '../helpers/dns';
 import { bearer, startTestEnv, type TestEnv } from '../helpers/env';
@@ -476,6 +478,26 @@ test('a scheduled campaign sends at its (moved) time; another is cancelled befor
   expect(messages.every((m) => subjectOf(m) !== 'Scheduled B')).toBe(true);
   expect(mailTo('sched')).toHaveLength(5);
   expect((await getCampaign(env, project, b.id)).status).toBe('CANCELLED');
+});
+
+test("CAMPAIGN_BATCH_SIZE is the batch size of the campaigns started after it is set", async () => {
+  expect(loadConfig({}).campaignBatchSize).toBe(5000);
+  expect(() => loadConfig({ CAMPAIGN_BATCH_SIZE: '0' })).toThrow(/CAMPAIGN_BATCH_SIZE/);
+  const project = await env.project('campaigns batch size');
+  await sending.verifiedDomain(project, 'cmp-batch.test');
+  await seedContacts(project, 'batch', 100);
+  const c = await createCampaign(env, project, 'cmp-batch.test');
+  const deployment = new TemporalGateway(env.temporal.client, env.temporal.taskQueue, { ...env.temporal.config, campaignBatchSize: 40 });
+  await env.orm.em.fork().transactional(async (tx) => {
+    await markCampaignForSending(tx, project.id, c.id, undefined);
+    await startCampaign(deployment, { projectId: project.id, campaignId: c.id, scheduledFor: null });
+  });
+  await waitForStatus(env, project, c.id, 'SENT');
+  expect(expectNoDuplicates(mailTo('batch')).size).toBe(100);
+  // 40, 40, then 20, which finds the end.
+  const history = await env.temporal.client.workflow.getHandle(`campaign:${c.id}`).fetchHistory();
+  const batches = (history.events ?? []).filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'sendCampaignBatch');
+  expect(batches).toHaveLength(3);
 });
 
 test('a long campaign continues as new between batches and still sends each recipient once', async () => {

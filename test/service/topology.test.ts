@@ -153,6 +153,8 @@ beforeAll(async () => {
       RATE_LIMIT_PER_MINUTE: String(RATE_LIMIT),
       // The per-project campaign throttle (100/s by default) would make the campaign take a minute.
       SEND_THROTTLE_PER_SECOND: '100000',
+      // Ten batches, so both workers run some and one can die between two of them.
+      CAMPAIGN_BATCH_SIZE: '500',
       // A DELAY minute lasts 60 ms.
       JOURNEY_TIME_SCALE: '0.001',
       // A dead worker's claimed emails go back to the queue after this.
