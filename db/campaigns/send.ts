@@ -188,7 +188,7 @@ export async function markCampaignEmailsSent(em: EntityManager, projectId: strin
          smtp_response = s.response, error = null, sent_at = now(), updated_at = now(),
          attempts = e.attempts + 1, last_attempt_at = now()
        -- e.id = any(...) as well: else, on statistics older than the campaign's rows, the planner
-       -- took every unsent email from an index on sent_at and hashed them (5 ms at 20,000).
+       -- read every unsent email through emails_to_email (sent_at second) and hashed them (5 ms at 20,000).
        from s where e.id = s.email_id and e.id = any(?::uuid[]) and e.sent_at is null and e.status <> 'FAILED'
        returning e.id, e.contact_id
      ), ev as (
