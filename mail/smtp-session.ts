@@ -116,7 +116,7 @@ export class SmtpSession {
   /**
    * Sends one message; resolves with the relay's 2xx reply to its content, throws SmtpError.
    * `contentWritten` is called once the content is on its way (from then on a failure may follow
-   * a delivery), and once this transaction's reply is awaited in turn: with PIPELINING, the next
+   * a delivery) and this transaction holds its place among the replies: with PIPELINING, the next
    * transaction may begin.
    */
   async send(from: string, to: string[], raw: Buffer, contentWritten?: () => void): Promise<string> {
@@ -180,7 +180,7 @@ export class SmtpSession {
       this.closing = true;
       return;
     }
-    const polite = this.failure === undefined && this.waiting.length === 0;
+    const polite = this.failure === undefined;
     this.fail(new SmtpError('The connection was closed by this client', undefined, false, 'ECONNECTION', this.stage), !polite);
     if (polite) this.socket.end('QUIT\r\n');
   }
@@ -295,7 +295,6 @@ export class SmtpSession {
       if (waiter) {
         waiter.resolve(reply);
         if (this.closing && this.waiting.length === 0) {
-          this.closing = false;
           this.close();
           return;
         }
