@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { createStripeProvider } from '../billing/stripe';
 import type { Config } from '../config';
 import { TrackBatches } from '../db/events/track';
-import { EngineWakeups } from '../db/messages/engine-wakeups';
+import { EngineWakeups, type LocalEngines } from '../db/messages/engine-wakeups';
 import { SendBatches } from '../db/messages/send';
 import type { Orm } from '../db/orm';
 import { linkSigningSecret, sessionSigningSecret } from '../db/projects/secrets';
@@ -21,10 +21,13 @@ export async function buildAppDeps(parts: {
   logger: Logger;
   dns: DnsLookup;
   foreground?: Foreground;
+  /** The engines of a worker in this process, woken directly after a commit. */
+  localEngines?: LocalEngines;
 }): Promise<AppDeps> {
+  const { localEngines, ...shared } = parts;
   const em = parts.orm.em.fork();
   return {
-    ...parts,
+    ...shared,
     linkSecret: await linkSigningSecret(em, parts.config.jwtSecret),
     sessionSecret: await sessionSigningSecret(em, parts.config.jwtSecret),
     payments: parts.config.stripe ? createStripeProvider(parts.config.stripe) : undefined,
@@ -32,6 +35,6 @@ export async function buildAppDeps(parts: {
     oauth: oauthProvidersFromConfig(parts.config),
     tracking: new TrackBatches(parts.orm, parts.config.temporal.taskQueue),
     sending: new SendBatches(parts.orm),
-    wakeups: new EngineWakeups(parts.orm, (err) => parts.logger.warn({ err }, 'could not wake the outbox engines (they look within a second anyway)')),
+    wakeups: new EngineWakeups(parts.orm, (err) => parts.logger.warn({ err }, 'could not wake the outbox engines (they look within a second anyway)'), localEngines),
   };
 }

@@ -220,7 +220,7 @@ export async function startStack(opts: {
   const gateway = await TemporalGateway.connect(settings, config);
   teardown.add(() => gateway.close());
   if (!servicePid) {
-    const { app } = createApp(await buildAppDeps({ config, orm, temporal: gateway, logger: createLogger(config), dns, foreground }));
+    const { app } = createApp(await buildAppDeps({ config, orm, temporal: gateway, logger: createLogger(config), dns, foreground, localEngines: worker?.listener }));
     const server = await new Promise<http.Server>((resolve, reject) => {
       const s = app.listen(port, '127.0.0.1', (err?: Error) => (err ? reject(err) : resolve(s)));
     });

@@ -3,6 +3,7 @@ import { createApp } from '../api/app';
 import { buildAppDeps } from '../api/deps';
 import type { Config } from '../config';
 import { Foreground } from '../foreground';
+import type { LocalEngines } from '../db/messages/engine-wakeups';
 import { createOrm, migrate } from '../db/orm';
 import { pruneRateLimitWindows } from '../db/projects/rate-limit';
 import { pruneRevokedSessions } from '../db/accounts/revoked-sessions';
@@ -70,12 +71,14 @@ export async function startService(config: Config, opts: StartOptions, log: Log)
     const dns = createDnsLookup({ servers: config.dnsServers });
     // One process for both roles: the API's requests go before the worker's background work.
     const foreground = opts.api && opts.worker ? new Foreground() : undefined;
+    let localEngines: LocalEngines | undefined;
 
     if (opts.worker) {
       const mailer = mailerFromConfig(config, log);
       stops.push(async () => mailer.close());
       const worker = await startWorker(settings, { orm, dns, mailer, config, foreground });
       stops.push(() => worker.shutdown());
+      localEngines = worker.listener;
       checkpoint();
       // startWorker returned once the server saw it poll: only now do the API, /health and the
       // ready line come up, so the first request that needs a worker finds one.
@@ -84,7 +87,7 @@ export async function startService(config: Config, opts: StartOptions, log: Log)
     if (opts.api) {
       const gateway = await TemporalGateway.connect(settings, config);
       stops.push(() => gateway.close());
-      const { app } = createApp(await buildAppDeps({ config, orm, temporal: gateway, logger, dns, foreground }));
+      const { app } = createApp(await buildAppDeps({ config, orm, temporal: gateway, logger, dns, foreground, localEngines }));
       // Express 5 hands a listen error (EADDRINUSE) to this callback rather than throwing it.
       const server: Server = await new Promise((resolve, reject) => {
         const s = app.listen(config.port, (err?: Error) =>

@@ -25,6 +25,8 @@ export interface WorkerHandle {
   /** Resolves when the worker has stopped (after shutdown() or a fatal error). */
   done: Promise<void>;
   shutdown(): Promise<void>;
+  /** Wakes this worker's engines; the API of the same process wakes them through it after its commits. */
+  listener: OutboxListener;
 }
 
 /** How long startWorker waits for the server to report the worker's polls (well under a second, normally). */
@@ -64,6 +66,7 @@ export async function startWorker(
   const handle: WorkerHandle = {
     worker,
     done,
+    listener,
     async shutdown() {
       if (worker.getState() === 'RUNNING') worker.shutdown();
       await done;

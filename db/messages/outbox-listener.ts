@@ -67,7 +67,8 @@ export class OutboxListener {
     return this.connecting;
   }
 
-  private wake(key: string): void {
+  /** Wakes this process's waiters on `key`, as a notification for it does. */
+  wake(key: string): void {
     this.generations.set(key, this.generation(key) + 1);
     for (const done of [...(this.waiters.get(key) ?? [])]) done();
   }
