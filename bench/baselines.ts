@@ -20,6 +20,7 @@ import nodemailer from 'nodemailer';
 import { composeMessage, renderMessage } from '../mail/compose';
 import { dkimKeyObject } from '../mail/dkim';
 import { smtpOptionsFromUrl } from '../mail/smtp-pool';
+import { WORKER_TUNING } from '../temporal/worker';
 import type { BareActivities } from './baseline-workflow';
 import type { Stack } from './harness';
 import { closedLoop, log } from './support';
@@ -119,7 +120,7 @@ export interface BareWorkflowFigures {
 /**
  * Starts `n` executions of the bare workflow, `concurrency` start calls in flight (as the bench's
  * clients have requests in flight), on a task queue of their own served by a worker of their own
- * (`workerOptions` on top of the defaults, as the bench gives the service's worker), then waits for
+ * (the service's WORKER_TUNING, then `workerOptions` on top, as the bench gives the service's worker), then waits for
  * them to close and reads their close times from the server's visibility store. One execution
  * runs first, unmeasured, so the worker is polling and its workflow code loaded.
  */
@@ -136,6 +137,7 @@ export async function bareWorkflowRate(
     taskQueue,
     activities,
     workflowsPath: require.resolve('./baseline-workflow'),
+    ...WORKER_TUNING,
     ...opts.workerOptions,
   });
   const running = worker.run();

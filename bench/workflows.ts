@@ -165,6 +165,8 @@ const key = (id: EventId) => String(id ?? '');
 
 interface HistoryFigures {
   events: number;
+  /** The server handed the first workflow task back with the start (eager start), rather than queueing it for a poll. */
+  startedEagerly: boolean;
   workflowTasks: number;
   activities: Map<string, number>;
   timers: number;
@@ -192,8 +194,10 @@ interface HistoryFigures {
 
 /** Counts and durations from one journey's history (its events, in order). */
 function analyseHistory(events: { eventId?: EventId; eventTime?: Ts; [attrs: string]: unknown }[]): HistoryFigures {
+  const started = events[0] as { workflowExecutionStartedEventAttributes?: { eagerExecutionAccepted?: boolean | null } | null } | undefined;
   const f: HistoryFigures = {
     events: events.length,
+    startedEagerly: !!started?.workflowExecutionStartedEventAttributes?.eagerExecutionAccepted,
     workflowTasks: 0,
     activities: new Map(),
     timers: 0,
@@ -544,7 +548,7 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
     `                N=${opts.n}, concurrency ${opts.concurrency}, ${cores} cores; load average ${loadBefore.toFixed(1)} before, ${loadAfter.toFixed(1)} after (1-minute; other work on the machine skews the figures)`,
     `  setup         one Node process runs the load generator, the API (createApp, LOG_LEVEL=${stack.logLevel}), the Temporal worker and the DNS server and SMTP sink;`,
     `                PostgreSQL and the Temporal dev server (in-memory, headless) are separate processes on the same machine`,
-    `  worker        ${opts.workerOptions ? `temporal/worker.ts options + ${JSON.stringify(opts.workerOptions)}` : 'temporal/worker.ts, default options'}: ` +
+    `  worker        ${opts.workerOptions ? `temporal/worker.ts options + ${JSON.stringify(opts.workerOptions)}` : 'temporal/worker.ts options (WORKER_TUNING)'}: ` +
       `${slots(workerOptions.tuner.workflowTaskSlotSupplier)} workflow-task slots, ${pollers(workerOptions.workflowTaskPollerBehavior)} workflow-task pollers ` +
       `(non-sticky ratio ${workerOptions.nonStickyToStickyPollRatio}), ${slots(workerOptions.tuner.activityTaskSlotSupplier)} activity slots, ` +
       `${pollers(workerOptions.activityTaskPollerBehavior)} activity pollers, ${workerOptions.workflowThreadPoolSize} workflow thread(s), ${workerOptions.maxCachedWorkflows} cached workflows`,
@@ -587,7 +591,7 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
       const v = phases.get(p) ?? [];
       return `                      ${p.padEnd(18)} ${ms(mean(v)).padStart(10)} / ${ms(percentile(sortedOf(v), 95)).padStart(10)}`;
     }),
-    `  histories         ${histories.length} executions sampled evenly by start${historiesMissing ? ` (${historiesMissing} more had no Temporal workflow under their journey id)` : ''}: ${avg((h) => h.events).toFixed(0)} history events, ${avg((h) => h.workflowTasks).toFixed(1)} workflow tasks, ${activitiesPerExecution.toFixed(1)} activities, ${avg((h) => h.timers).toFixed(0)} timer per execution`,
+    `  histories         ${histories.length} executions sampled evenly by start${historiesMissing ? ` (${historiesMissing} more had no Temporal workflow under their journey id)` : ''}: ${avg((h) => h.events).toFixed(0)} history events, ${avg((h) => h.workflowTasks).toFixed(1)} workflow tasks, ${activitiesPerExecution.toFixed(1)} activities, ${avg((h) => h.timers).toFixed(0)} timer per execution; ${histories.filter((h) => h.startedEagerly).length} started eagerly`,
     `                    not first time right: ${sum((h) => h.wftTimedOut)} workflow tasks timed out${
       sum((h) => h.wftTimedOut) > 0 ? ` (${[...new Set(histories.flatMap((h) => [...h.wftTimeouts.keys()]))].map((t) => `${t} ${sum((h) => h.wftTimeouts.get(t) ?? 0)}`).join(', ')})` : ''
     } and ${sum((h) => h.wftFailed)} failed, ` +

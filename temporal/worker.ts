@@ -29,6 +29,17 @@ export interface WorkerHandle {
   listener: OutboxListener;
 }
 
+/**
+ * What the service's workers set beyond the SDK's defaults (the benches' bare-workflow reference
+ * uses the same). Half of the workflow-task pollers poll the task queue's normal queue instead of
+ * a fifth: a new execution's first workflow task comes from it, unless the start was eager (only
+ * while the worker has a free slot), and most executions here are journeys that end in that one
+ * task. With 2 pollers of 10 on it, journeys started faster than they were picked up, and their
+ * first tasks waited 1.2–2.5 s in the queue (bench/workflows.ts: 66–71 → 99–105 executions/s,
+ * docs/performance.md). Executions that wait (a DELAY, WAIT_FOR_EVENT) still get the sticky queue's pollers.
+ */
+export const WORKER_TUNING = { nonStickyToStickyPollRatio: 1 } satisfies Partial<WorkerOptions>;
+
 /** How long startWorker waits for the server to report the worker's polls (well under a second, normally). */
 const POLL_CONFIRM_TIMEOUT_MS = 30_000;
 
@@ -54,6 +65,7 @@ export async function startWorker(
     // process left in the server's list must not pass for this one's.
     identity: `${process.pid}@${os.hostname()}/${randomUUID().slice(0, 8)}`,
     activities: createActivities({ ...deps, listener }),
+    ...WORKER_TUNING,
     ...(options.workflowBundle ? {} : { workflowsPath: require.resolve('./workflows') }),
     // Tests pass the pre-built bundle; benches also tune the worker.
     ...options,
