@@ -22,10 +22,10 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type http from 'node:http';
 import { DefaultLogger, Runtime, type WorkerOptions } from '@temporalio/worker';
 import { createApp } from '../api/app';
 import { buildAppDeps } from '../api/deps';
+import { listenApp } from '../api/server';
 import { findTemporalCli, freePort, startTemporalDevServer, type DevServerHandle } from '../cli/temporal-server';
 import { type Config, loadConfig } from '../config';
 import { createLogger } from '../logger';
@@ -221,9 +221,7 @@ export async function startStack(opts: {
   teardown.add(() => gateway.close());
   if (!servicePid) {
     const { app } = createApp(await buildAppDeps({ config, orm, temporal: gateway, logger: createLogger(config), dns, foreground, localEngines: worker?.listener }));
-    const server = await new Promise<http.Server>((resolve, reject) => {
-      const s = app.listen(port, '127.0.0.1', (err?: Error) => (err ? reject(err) : resolve(s)));
-    });
+    const server = await listenApp(app, port, '127.0.0.1');
     teardown.add(() => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))));
     log(`API on 127.0.0.1:${port}, worker on task queue "${settings.taskQueue}", sink at ${sink.url}`);
   }

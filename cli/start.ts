@@ -1,5 +1,5 @@
-import type { Server } from 'node:http';
 import { createApp } from '../api/app';
+import { listenApp } from '../api/server';
 import { buildAppDeps } from '../api/deps';
 import type { Config } from '../config';
 import { Foreground } from '../foreground';
@@ -88,11 +88,8 @@ export async function startService(config: Config, opts: StartOptions, log: Log)
       const gateway = await TemporalGateway.connect(settings, config);
       stops.push(() => gateway.close());
       const { app } = createApp(await buildAppDeps({ config, orm, temporal: gateway, logger, dns, foreground, localEngines }));
-      // Express 5 hands a listen error (EADDRINUSE) to this callback rather than throwing it.
-      const server: Server = await new Promise((resolve, reject) => {
-        const s = app.listen(config.port, (err?: Error) =>
-          err ? reject(new StartupError(`The API cannot listen on port ${config.port}: ${err.message}`)) : resolve(s),
-        );
+      const server = await listenApp(app, config.port).catch((err: Error) => {
+        throw new StartupError(`The API cannot listen on port ${config.port}: ${err.message}`);
       });
       stops.push(() => new Promise((resolve) => server.close(() => resolve())));
       const pruner = setInterval(() => {

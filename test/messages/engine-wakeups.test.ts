@@ -78,10 +78,9 @@ test("this process's engines are woken at once, without a round trip; others sti
     expect(Date.now() - woke).toBeLessThan(100);
     await untilHeard(key, 1);
     expect(heardFor(key)).toHaveLength(1);
-    // The trigger dispatcher's key is woken the same way, and only its own.
+    // The trigger dispatcher's key is woken the same way.
     wakeups.triggers(queue);
     expect(listener.generation(`triggers:${queue}`)).toBe(1);
-    expect(listener.generation(key)).toBeGreaterThanOrEqual(before + 1);
   } finally {
     await listener.close();
   }
