@@ -351,6 +351,26 @@ export function cpuSecondsOf(pid: number): number | undefined {
   return (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / ticksPerSecond();
 }
 
+export interface MainThreadSnapshot {
+  /** CPU seconds (user + system) of the process's main thread: in Node, the event loop's. */
+  cpuSeconds: number;
+  /** Times the scheduler took the core from it while it could still run. */
+  preemptions: number;
+}
+
+/** The main thread of a live process (Linux only; undefined elsewhere or once it is gone). */
+export function mainThreadOf(pid: number): MainThreadSnapshot | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const status = readFileSync(`/proc/${pid}/task/${pid}/status`, 'utf8');
+    const preemptions = Number(/^nonvoluntary_ctxt_switches:\s*(\d+)/m.exec(status)?.[1]);
+    return { cpuSeconds: (Number(f[11]) + Number(f[12])) / ticksPerSecond(), preemptions };
+  } catch {
+    return undefined;
+  }
+}
+
 function parentOf(pid: number): number | undefined {
   const ppid = Number(statOf(pid)?.[1]);
   return Number.isInteger(ppid) && ppid > 1 ? ppid : undefined;

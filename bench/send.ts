@@ -42,7 +42,7 @@ import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import type { SmtpMessage } from '../test/helpers/smtp';
 import { rawPoolRate, type RawFigures, type RawMessageSpec } from './baselines';
-import { BENCH_RATE_LIMIT, cpuSecondsOf, cpuSnapshot, headersOf, serviceMode, type Stack, startStack, Teardown, verifiedDomain, type Interruption, runBench, warmUp } from './harness';
+import { BENCH_RATE_LIMIT, cpuSecondsOf, cpuSnapshot, headersOf, mainThreadOf, serviceMode, type Stack, startStack, Teardown, verifiedDomain, type Interruption, runBench, warmUp } from './harness';
 import { closedLoop, environmentLine, goalLines, log, percentile, positiveInt, RequestTally } from './support';
 
 const LOG_LEVEL = 'warn';
@@ -171,6 +171,7 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
   const loadBefore = os.loadavg()[0]!;
   const cpuBefore = process.cpuUsage();
   const serviceCpuBefore = stack.servicePid ? cpuSecondsOf(stack.servicePid) : undefined;
+  const mainThreadBefore = stack.servicePid ? mainThreadOf(stack.servicePid) : undefined;
   const othersBefore = cpuSnapshot(stack);
   const wallStart = Date.now();
   const start = performance.now();
@@ -194,6 +195,8 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
   });
   const acceptedS = (lastOk - start) / 1000;
   const loadAccepted = expected.size;
+  // The event loop answers every request: is it on a core all the load long, or waiting for one?
+  const mainThreadAfter = stack.servicePid ? mainThreadOf(stack.servicePid) : undefined;
   log(`${loadAccepted} emails accepted in ${acceptedS.toFixed(1)} s; waiting for the sink`);
 
   // Delivery: until the sink holds as many messages as were accepted (or nothing arrives for a minute).
@@ -323,6 +326,12 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
         `this one (load generator, sink) ${perEmail(cpuS)} ms per email`,
     `                PostgreSQL backends of ${stack.db.name} ${perEmail(postgresCpuS)} ms, Temporal server ${perEmail(temporalCpuS)} ms per email; all together ${perEmail(totalCpuS)} ms per email, ` +
       `${(perEmailMs(totalCpuS) / rawCpuMs).toFixed(2)} × the raw pool's CPU per message (a machine's drift moves both alike, so this compares runs better than the rates do)`,
+    ...(mainThreadBefore && mainThreadAfter
+      ? [
+          `  event loop    the service's main thread was on a core ${((100 * (mainThreadAfter.cpuSeconds - mainThreadBefore.cpuSeconds)) / acceptedS).toFixed(0)} % of the load (until the last 200) ` +
+            `and was preempted ${((mainThreadAfter.preemptions - mainThreadBefore.preemptions) / acceptedS).toFixed(0)} times a second; the rest of the time it waited (PostgreSQL, the relay) or stood ready for a core`,
+        ]
+      : []),
     `  errors        ${errors}${tally.errorDetail()}${single.errorDetail()}`,
     `  exactly once  ${exactlyOnce ? 'OK' : 'FAILED'}: ${once}/${total} email ids at the sink exactly once by Message-ID (${opts.n} of the load, ${opts.oneAtATime} one at a time); ` +
       `${duplicated} duplicated (${extraCopies} extra copies), ${missing} missing, ${unexpected} unexpected messages`,
