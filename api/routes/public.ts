@@ -46,7 +46,7 @@ for as long as it takes, by its own workflow.
     bodyLimit: '55mb',
     response: sendResponse,
     handler: async ({ scope, project, body, req, res }) =>
-      replay(res, await sendTransactional(deps, scope.em, project.id, idempotencyKey(req), body)),
+      replay(res, await sendTransactional(deps, scope, project.id, idempotencyKey(req), body)),
   });
 
   const track = async ({

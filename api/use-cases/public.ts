@@ -1,4 +1,3 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { z } from 'zod';
 import { type TrackedEvent, trackEvent } from '../../db/events/track';
 import { type QueuedEmail, queueSend } from '../../db/messages/send';
@@ -22,7 +21,7 @@ type Replayable = StoredResponse & { replayed: boolean };
  */
 export async function sendTransactional(
   deps: Pick<AppDeps, 'config' | 'linkSecret' | 'wakeups' | 'sending'>,
-  em: EntityManager,
+  scope: Pick<RequestScope, 'em'>,
   projectId: string,
   idempotencyKey: string | undefined,
   body: z.output<typeof sendBody>,
@@ -39,11 +38,12 @@ export async function sendTransactional(
     const outbox = deps.config.outbox ? { outbox: outboxNotice(deps.config.publicUrl) } : {};
     return { status: 200, body: { success: true, data: { emails, timestamp: new Date().toISOString(), ...outbox } } };
   };
-  const one = idempotencyKey === undefined ? await deps.sending.send(em, ctx, body) : {};
+  // The request's entity manager is forked only on the paths that use it (RequestScope.em).
+  const one = idempotencyKey === undefined ? await deps.sending.send(scope, ctx, body) : {};
   const result =
     'emails' in one
       ? { ...answer(one.emails), replayed: false }
-      : await idempotent(em, projectId, 'send', idempotencyKey, body, async (tx) => answer(await queueSend(tx, ctx, body, one.planned)));
+      : await idempotent(scope.em, projectId, 'send', idempotencyKey, body, async (tx) => answer(await queueSend(tx, ctx, body, one.planned)));
   if (!result.replayed) deps.wakeups.emails(deps.config.temporal.taskQueue);
   return result;
 }

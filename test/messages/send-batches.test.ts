@@ -65,7 +65,7 @@ test('one batch: new and existing contacts, a repeat, a subscription change, a b
   const old = (await env.http().post('/contacts').set(bearer(project.secretKey)).send({ email: 'old@batch.io', subscribed: true, data: { plan: 'pro', city: 'Oslo' } })).body;
   const batches = new SendBatches(env.orm);
   const send = (projectId: string, req: Omit<SendRequest, 'from'> & { from?: string }) =>
-    batches.send(env.orm.em.fork(), ctx(projectId), { from: 'me@batch.send.test', subject: 'Hi {{name ?? "you"}}', body: '<p>{{id}} {{plan ?? "none"}} {{city ?? ""}}</p>', ...req }).then(
+    batches.send({ em: env.orm.em.fork() }, ctx(projectId), { from: 'me@batch.send.test', subject: 'Hi {{name ?? "you"}}', body: '<p>{{id}} {{plan ?? "none"}} {{city ?? ""}}</p>', ...req }).then(
       (value) => value,
       (err: unknown) => err as Error,
     );
@@ -134,4 +134,21 @@ test('concurrent /v1/send requests to 30 new addresses and 10 times to one addre
     expect(row.body).toContain(`${contact!.id} `);
   }
   expect(await contactByEmail(project.id, 'burst7@batch.io')).toMatchObject({ data: { i: 7 } });
+});
+
+test('the common /v1/send forks no entity manager: its statements are shared, and its wake-up NOTIFY goes through one manager', async () => {
+  const post = () => env.http().post('/v1/send').set(bearer(project.secretKey)).send({ to: 'nofork@batch.io', from: 'me@batch.send.test', subject: 's', body: '<p>b</p>' });
+  await post().expect(200);
+  const fork = jest.spyOn(env.orm.em, 'fork');
+  try {
+    await post().expect(200);
+    expect(fork).not.toHaveBeenCalled();
+    // A template is read through the request's own manager.
+    const template = await env.http().post('/templates').set(bearer(project.secretKey)).send({ name: 'fork', subject: 's', body: '<p>t</p>', from: 'me@batch.send.test' });
+    expect(template.status).toBe(201);
+    await env.http().post('/v1/send').set(bearer(project.secretKey)).send({ to: 'nofork@batch.io', template: template.body.id }).expect(200);
+    expect(fork).toHaveBeenCalled();
+  } finally {
+    fork.mockRestore();
+  }
 });
