@@ -146,6 +146,7 @@ test('the common /v1/send forks no entity manager: its statements are shared, an
     // A template is read through the request's own manager.
     const template = await env.http().post('/templates').set(bearer(project.secretKey)).send({ name: 'fork', subject: 's', body: '<p>t</p>', from: 'me@batch.send.test' });
     expect(template.status).toBe(201);
+    fork.mockClear();
     await env.http().post('/v1/send').set(bearer(project.secretKey)).send({ to: 'nofork@batch.io', template: template.body.id }).expect(200);
     expect(fork).toHaveBeenCalled();
   } finally {
