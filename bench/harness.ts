@@ -334,7 +334,7 @@ function ticksPerSecond(): number {
   return clockTicks;
 }
 
-/** /proc/<pid>/stat after the command: state is [0], ppid [1], utime [11], stime [12], cutime [13], cstime [14]. */
+/** /proc/<pid>/stat (or <pid>/task/<tid>/stat, one thread) after the command: state is [0], ppid [1], utime [11], stime [12], cutime [13], cstime [14]. */
 function statOf(pid: number | string): string[] | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -361,8 +361,8 @@ export interface MainThreadSnapshot {
 /** The main thread of a live process (Linux only; undefined elsewhere or once it is gone). */
 export function mainThreadOf(pid: number): MainThreadSnapshot | undefined {
   try {
-    const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const f = statOf(`${pid}/task/${pid}`);
+    if (!f) return undefined;
     const status = readFileSync(`/proc/${pid}/task/${pid}/status`, 'utf8');
     const preemptions = Number(/^nonvoluntary_ctxt_switches:\s*(\d+)/m.exec(status)?.[1]);
     return { cpuSeconds: (Number(f[11]) + Number(f[12])) / ticksPerSecond(), preemptions };
