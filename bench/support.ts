@@ -2,6 +2,7 @@
  * What the bench scripts have in common: a throwaway database, a keep-alive JSON client, a
  * closed-loop load runner, percentiles and the environment line.
  */
+import { spawnSync } from 'node:child_process';
 import http from 'node:http';
 import os from 'node:os';
 import { Client } from 'pg';
@@ -164,7 +165,43 @@ export function percentile(sorted: Float64Array, p: number): number {
 
 export function environmentLine(pgVersion: string): string {
   const cpu = os.cpus();
-  return `${cpu.length} cores (${cpu[0]?.model.trim() ?? 'unknown CPU'}), ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, node ${process.version}, ${os.platform()} ${os.arch()}, PostgreSQL ${pgVersion}`;
+  const speeds = coreSpeeds();
+  const cores =
+    speeds === undefined
+      ? ''
+      : `; each core alone (a hashing loop pinned to it): ${speeds.map((s) => s.toFixed(2)).join(', ')} of the fastest` +
+        (Math.min(...speeds) < UNEQUAL_CORES ? ' (unequal: the rates of a run follow which core its busiest threads get)' : '');
+  return `${cpu.length} cores (${cpu[0]?.model.trim() ?? 'unknown CPU'}), ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, node ${process.version}, ${os.platform()} ${os.arch()}, PostgreSQL ${pgVersion}${cores}`;
+}
+
+/** Below this share of the fastest core's speed, the environment line calls the cores unequal. */
+const UNEQUAL_CORES = 0.85;
+const SPEED_LOOP_MS = 400;
+let measuredSpeeds: number[] | null | undefined;
+
+/**
+ * How fast each core is on its own, relative to the fastest: a hashing loop pinned to it with
+ * taskset, one core after the other. A virtual machine's cores need not be equal (one of this
+ * workplace's 2-core machines ran the loop at about half speed on its second core, alone or
+ * not), and then a run's figures depend on where the scheduler puts the service's event loop.
+ * Measured once per bench, when the report is written (the machine idle); undefined without taskset.
+ */
+export function coreSpeeds(): number[] | undefined {
+  if (measuredSpeeds !== undefined) return measuredSpeeds ?? undefined;
+  const loop = `const c=require('node:crypto');let h=Buffer.alloc(32),n=0;const end=Date.now()+${SPEED_LOOP_MS};while(Date.now()<end){for(let i=0;i<200;i++)h=c.createHash('sha256').update(h).digest();n+=200}process.stdout.write(String(n))`;
+  const counts: number[] = [];
+  for (let core = 0; core < os.cpus().length; core++) {
+    const run = spawnSync('taskset', ['-c', String(core), process.execPath, '-e', loop], { encoding: 'utf8', timeout: 10_000 });
+    const count = Number(run.stdout);
+    if (run.status !== 0 || !(count > 0)) {
+      measuredSpeeds = null;
+      return undefined;
+    }
+    counts.push(count);
+  }
+  const fastest = Math.max(...counts);
+  measuredSpeeds = counts.map((c) => c / fastest);
+  return measuredSpeeds;
 }
 
 /** A figure set against a goal (issue 12's, on this 2-core machine): whether it is met, and by how much. */
