@@ -177,17 +177,22 @@ export function environmentLine(pgVersion: string): string {
 /** Below this share of the fastest core's speed, the environment line calls the cores unequal. */
 const UNEQUAL_CORES = 0.85;
 const SPEED_LOOP_MS = 400;
+const MAX_CORES_MEASURED = 8;
 let measuredSpeeds: number[] | null | undefined;
 
 /**
  * How fast each core is on its own, relative to the fastest: a hashing loop pinned to it with
- * taskset, one core after the other. A virtual machine's cores need not be equal (one of this
- * workplace's 2-core machines ran the loop at about half speed on its second core, alone or
- * not), and then a run's figures depend on where the scheduler puts the service's event loop.
- * Measured once per bench, when the report is written (the machine idle); undefined without taskset.
+ * taskset, one core after the other. A virtual machine's cores need not be equal: on one of this
+ * workplace's 2-core machines the loop ran at half speed on one core for minutes at a time, then
+ * on the other, as the host's own load moved; a run's figures then depend on where the scheduler
+ * puts the service's event loop.
+ * Measured once per bench, when the report is written (the machine idle); undefined without
+ * taskset or with more than 8 cores.
  */
 export function coreSpeeds(): number[] | undefined {
   if (measuredSpeeds !== undefined) return measuredSpeeds ?? undefined;
+  // One core after the other: on a big machine that would take too long for what it tells.
+  if (os.cpus().length > MAX_CORES_MEASURED) return undefined;
   const loop = `const c=require('node:crypto');let h=Buffer.alloc(32),n=0;const end=Date.now()+${SPEED_LOOP_MS};while(Date.now()<end){for(let i=0;i<200;i++)h=c.createHash('sha256').update(h).digest();n+=200}process.stdout.write(String(n))`;
   const counts: number[] = [];
   for (let core = 0; core < os.cpus().length; core++) {
