@@ -269,20 +269,23 @@ function assertApplied(worker: WorkerHandle, wanted: Partial<WorkerOptions>): vo
 }
 
 /**
- * Before a bench measures: min(1,000, n/5) requests (`request(i)`, `concurrency` at a time), then
- * `settle` (what must be done before the tables are read), then ANALYZE of `tables`, as autovacuum
- * does within a minute of a new install's first writes. Until then every index that starts with
- * project_id costs the same to the planner, and a plan a connection caches may read a whole
- * project per request. The service's code and statements are warm afterwards, as in a settled
- * service. Returns how many requests it made; the bench leaves their rows out of its figures.
+ * Before a bench measures: `count` requests (`request(i)`, `concurrency` at a time; min(1,000, n/5)
+ * unless the bench says), then `settle` (what must be done before the tables are read), then
+ * ANALYZE of `tables`, as autovacuum does within a minute of a new install's first writes. Until
+ * then every index that starts with project_id costs the same to the planner, and a plan a
+ * connection caches may read a whole project per request. The statements are warm afterwards; the
+ * code is as warm as `count` makes it: V8 optimizes a function run once per request only after a
+ * few thousand requests, and until then compiles on the machine's cores while the bench measures
+ * (bench/send.ts warms up with 4,000). Returns how many requests it made; the bench leaves their
+ * rows out of its figures.
  */
 export async function warmUp(
   stack: Pick<Stack, 'orm'>,
   stop: Pick<Interruption, 'interrupted'>,
-  opts: { n: number; concurrency: number; tables: string; what: string; settle?: (count: number) => Promise<void> },
+  opts: { n: number; count?: number; concurrency: number; tables: string; what: string; settle?: (count: number) => Promise<void> },
   request: (i: number) => Promise<unknown>,
 ): Promise<number> {
-  const count = Math.min(1000, Math.ceil(opts.n / 5));
+  const count = opts.count ?? Math.min(1000, Math.ceil(opts.n / 5));
   log(`warming up with ${count} ${opts.what}, then ANALYZE`);
   await closedLoop(count, opts.concurrency, async (i) => {
     if (!stop.interrupted) await request(i);

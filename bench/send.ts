@@ -3,7 +3,7 @@
  * from the API to the SMTP relay, DKIM-signed, against a raw nodemailer pool to the same relay
  * measured in the same run.
  *
- *   npx tsx bench/send.ts [--n 2000] [--concurrency 16] [--recipients-per-request 1] [--raw 2000] [--one-at-a-time 50] [--service in-process|process] [--progress-seconds 5]
+ *   npx tsx bench/send.ts [--n 2000] [--concurrency 16] [--recipients-per-request 1] [--raw 2000] [--one-at-a-time 50] [--service in-process|process] [--progress-seconds 5] [--warm-up 4000]
  *
  * It sets everything up on loopback itself (bench/harness.ts startStack + verifiedDomain) and
  * tears it down again:
@@ -17,7 +17,8 @@
  *    verified with GET /domains/:id/verify, so every email is signed.
  *
  * Phases, one after the other:
- *  0. a warm-up: min(1,000, N/5) sends to other recipients, then ANALYZE, outside every figure and check;
+ *  0. a warm-up: --warm-up sends (4,000) to other recipients, then ANALYZE, outside every figure and
+ *     check: enough that V8 has optimized the request path before the load (docs/performance.md);
  *  1. raw: --raw messages like the API's (same template, rendered and DKIM-signed with the domain's
  *     key) through a fresh nodemailer pool straight to the sink, --concurrency in flight
  *     (bench/baselines.ts rawPoolRate);
@@ -76,13 +77,15 @@ function options() {
       'one-at-a-time': { type: 'string', default: '50' },
       // 1 shows the first seconds of a run apart: a short run starts below its steady rate (docs/performance.md).
       'progress-seconds': { type: 'string', default: '5' },
+      // Enough for V8 to have optimized the request path: with 800, TurboFan still compiled it during the load's first seconds (docs/performance.md).
+      'warm-up': { type: 'string', default: '4000' },
       service: { type: 'string', default: 'in-process' },
       help: { type: 'boolean', short: 'h' },
     },
   });
   if (values.help) {
     process.stdout.write(
-      'Usage: npx tsx bench/send.ts [--n 2000] [--concurrency 16] [--recipients-per-request 1] [--raw 2000] [--one-at-a-time 50] [--service in-process|process] [--progress-seconds 5]\n',
+      'Usage: npx tsx bench/send.ts [--n 2000] [--concurrency 16] [--recipients-per-request 1] [--raw 2000] [--one-at-a-time 50] [--service in-process|process] [--progress-seconds 5] [--warm-up 4000]\n',
     );
     process.exit(0);
   }
@@ -93,6 +96,7 @@ function options() {
     raw: positiveInt('raw', values.raw),
     oneAtATime: values['one-at-a-time'] === '0' ? 0 : positiveInt('one-at-a-time', values['one-at-a-time']),
     progressSeconds: positiveInt('progress-seconds', values['progress-seconds']),
+    warmUp: positiveInt('warm-up', values['warm-up']),
     service: serviceMode(values.service),
   };
 }
@@ -148,6 +152,7 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
     stop,
     {
       n: opts.n,
+      count: opts.warmUp,
       concurrency: opts.concurrency,
       tables: 'contacts, emails',
       what: 'sends',
