@@ -75,7 +75,7 @@ function options() {
       'recipients-per-request': { type: 'string', default: '1' },
       raw: { type: 'string', default: '2000' },
       'one-at-a-time': { type: 'string', default: '50' },
-      // 1 shows the first seconds of a run apart: a short run starts below its steady rate (docs/performance.md).
+      // 1 shows the first seconds of a run apart (with too short a warm-up they run below the steady rate: docs/performance.md).
       'progress-seconds': { type: 'string', default: '5' },
       // Enough for V8 to have optimized the request path: with 800, TurboFan still compiled it during the load's first seconds (docs/performance.md).
       'warm-up': { type: 'string', default: '4000' },
