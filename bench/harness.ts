@@ -269,15 +269,20 @@ function assertApplied(worker: WorkerHandle, wanted: Partial<WorkerOptions>): vo
 }
 
 /**
+ * A warm-up long enough that V8 has optimized a request path (functions that run once per request
+ * reach TurboFan only after a few thousand calls): with 800 requests, 174 functions of /v1/send's
+ * path were still compiled during the load (docs/performance.md, eleventh session).
+ */
+export const JIT_WARM_UP_REQUESTS = 4000;
+
+/**
  * Before a bench measures: `count` requests (`request(i)`, `concurrency` at a time; min(1,000, n/5)
  * unless the bench says), then `settle` (what must be done before the tables are read), then
  * ANALYZE of `tables`, as autovacuum does within a minute of a new install's first writes. Until
  * then every index that starts with project_id costs the same to the planner, and a plan a
  * connection caches may read a whole project per request. The statements are warm afterwards; the
- * code is as warm as `count` makes it: V8 optimizes a function run once per request only after a
- * few thousand requests, and until then compiles on the machine's cores while the bench measures
- * (bench/send.ts warms up with 4,000). Returns how many requests it made; the bench leaves their
- * rows out of its figures.
+ * code is as warm as `count` makes it (JIT_WARM_UP_REQUESTS). Returns how many requests it made;
+ * the bench leaves their rows out of its figures.
  */
 export async function warmUp(
   stack: Pick<Stack, 'orm'>,

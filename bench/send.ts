@@ -43,7 +43,7 @@ import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import type { SmtpMessage } from '../test/helpers/smtp';
 import { rawPoolRate, type RawFigures, type RawMessageSpec } from './baselines';
-import { BENCH_RATE_LIMIT, cpuSecondsOf, cpuSnapshot, headersOf, mainThreadOf, serviceMode, type Stack, startStack, Teardown, verifiedDomain, type Interruption, runBench, warmUp } from './harness';
+import { BENCH_RATE_LIMIT, JIT_WARM_UP_REQUESTS, cpuSecondsOf, cpuSnapshot, headersOf, mainThreadOf, serviceMode, type Stack, startStack, Teardown, verifiedDomain, type Interruption, runBench, warmUp } from './harness';
 import { closedLoop, environmentLine, goalLines, log, percentile, positiveInt, RequestTally } from './support';
 
 const LOG_LEVEL = 'warn';
@@ -77,8 +77,7 @@ function options() {
       'one-at-a-time': { type: 'string', default: '50' },
       // 1 shows the first seconds of a run apart (with too short a warm-up they run below the steady rate: docs/performance.md).
       'progress-seconds': { type: 'string', default: '5' },
-      // Enough for V8 to have optimized the request path: with 800, TurboFan still compiled it during the load's first seconds (docs/performance.md).
-      'warm-up': { type: 'string', default: '4000' },
+      'warm-up': { type: 'string', default: String(JIT_WARM_UP_REQUESTS) },
       service: { type: 'string', default: 'in-process' },
       help: { type: 'boolean', short: 'h' },
     },

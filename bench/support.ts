@@ -178,7 +178,6 @@ export function environmentLine(pgVersion: string): string {
 const UNEQUAL_CORES = 0.85;
 const SPEED_LOOP_MS = 400;
 const MAX_CORES_MEASURED = 8;
-let measuredSpeeds: number[] | null | undefined;
 
 /**
  * How fast each core is on its own, relative to the fastest: a hashing loop pinned to it with
@@ -186,11 +185,10 @@ let measuredSpeeds: number[] | null | undefined;
  * workplace's 2-core machines the loop ran at half speed on one core for minutes at a time, then
  * on the other, as the host's own load moved; a run's figures then depend on where the scheduler
  * puts the service's event loop.
- * Measured once per bench, when the report is written (the machine idle); undefined without
- * taskset or with more than 8 cores.
+ * Measured when the report is written (the machine idle); undefined without taskset or with more
+ * than 8 cores.
  */
-export function coreSpeeds(): number[] | undefined {
-  if (measuredSpeeds !== undefined) return measuredSpeeds ?? undefined;
+function coreSpeeds(): number[] | undefined {
   // One core after the other: on a big machine that would take too long for what it tells.
   if (os.cpus().length > MAX_CORES_MEASURED) return undefined;
   const loop = `const c=require('node:crypto');let h=Buffer.alloc(32),n=0;const end=Date.now()+${SPEED_LOOP_MS};while(Date.now()<end){for(let i=0;i<200;i++)h=c.createHash('sha256').update(h).digest();n+=200}process.stdout.write(String(n))`;
@@ -198,15 +196,11 @@ export function coreSpeeds(): number[] | undefined {
   for (let core = 0; core < os.cpus().length; core++) {
     const run = spawnSync('taskset', ['-c', String(core), process.execPath, '-e', loop], { encoding: 'utf8', timeout: 10_000 });
     const count = Number(run.stdout);
-    if (run.status !== 0 || !(count > 0)) {
-      measuredSpeeds = null;
-      return undefined;
-    }
+    if (run.status !== 0 || !(count > 0)) return undefined;
     counts.push(count);
   }
   const fastest = Math.max(...counts);
-  measuredSpeeds = counts.map((c) => c / fastest);
-  return measuredSpeeds;
+  return counts.map((c) => c / fastest);
 }
 
 /** A figure set against a goal (issue 12's, on this 2-core machine): whether it is met, and by how much. */

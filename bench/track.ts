@@ -23,7 +23,7 @@
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
-import { BENCH_RATE_LIMIT, cpuSecondsOf, cpuSnapshot, serviceMode, startStack, Teardown, type Interruption, runBench, warmUp } from './harness';
+import { BENCH_RATE_LIMIT, JIT_WARM_UP_REQUESTS, cpuSecondsOf, cpuSnapshot, serviceMode, startStack, Teardown, type Interruption, runBench, warmUp } from './harness';
 import { closedLoop, environmentLine, goalLines, log, percentile, positiveInt, RequestTally } from './support';
 
 const EVENT = 'signup';
@@ -35,7 +35,7 @@ function options() {
       n: { type: 'string', default: '5000' },
       concurrency: { type: 'string', default: '16' },
       service: { type: 'string', default: 'in-process' },
-      'warm-up': { type: 'string', default: '4000' },
+      'warm-up': { type: 'string', default: String(JIT_WARM_UP_REQUESTS) },
       help: { type: 'boolean', short: 'h' },
     },
   });
