@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { createStripeProvider } from '../billing/stripe';
 import type { Config } from '../config';
 import { TrackBatches } from '../db/events/track';
+import type { DeliveryHandoff } from '../db/messages/delivery-handoff';
 import { EngineWakeups, type LocalEngines } from '../db/messages/engine-wakeups';
 import { SendBatches } from '../db/messages/send';
 import type { Orm } from '../db/orm';
@@ -23,8 +24,10 @@ export async function buildAppDeps(parts: {
   foreground?: Foreground;
   /** The engines of a worker in this process, woken directly after a commit. */
   localEngines?: LocalEngines;
+  /** The delivery engine of a worker in this process, which takes /v1/send's emails already claimed. */
+  handoff?: DeliveryHandoff;
 }): Promise<AppDeps> {
-  const { localEngines, ...shared } = parts;
+  const { localEngines, handoff, ...shared } = parts;
   const em = parts.orm.em.fork();
   return {
     ...shared,
@@ -34,7 +37,7 @@ export async function buildAppDeps(parts: {
     storage: imageStorageFromConfig(parts.config),
     oauth: oauthProvidersFromConfig(parts.config),
     tracking: new TrackBatches(parts.orm, parts.config.temporal.taskQueue),
-    sending: new SendBatches(parts.orm),
+    sending: new SendBatches(parts.orm, handoff),
     wakeups: new EngineWakeups(parts.orm, (err) => parts.logger.warn({ err }, 'could not wake the outbox engines (they look within a second anyway)'), localEngines),
   };
 }

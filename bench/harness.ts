@@ -220,7 +220,7 @@ export async function startStack(opts: {
   const gateway = await TemporalGateway.connect(settings, config);
   teardown.add(() => gateway.close());
   if (!servicePid) {
-    const { app } = createApp(await buildAppDeps({ config, orm, temporal: gateway, logger: createLogger(config), dns, foreground, localEngines: worker?.listener }));
+    const { app } = createApp(await buildAppDeps({ config, orm, temporal: gateway, logger: createLogger(config), dns, foreground, localEngines: worker?.listener, handoff: worker?.handoff }));
     const server = await listenApp(app, port, '127.0.0.1');
     teardown.add(() => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))));
     log(`API on 127.0.0.1:${port}, worker on task queue "${settings.taskQueue}", sink at ${sink.url}`);

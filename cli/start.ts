@@ -3,6 +3,7 @@ import { listenApp } from '../api/server';
 import { buildAppDeps } from '../api/deps';
 import type { Config } from '../config';
 import { Foreground } from '../foreground';
+import type { DeliveryHandoff } from '../db/messages/delivery-handoff';
 import type { LocalEngines } from '../db/messages/engine-wakeups';
 import { createOrm, migrate } from '../db/orm';
 import { pruneRateLimitWindows } from '../db/projects/rate-limit';
@@ -72,6 +73,7 @@ export async function startService(config: Config, opts: StartOptions, log: Log)
     // One process for both roles: the API's requests go before the worker's background work.
     const foreground = opts.api && opts.worker ? new Foreground() : undefined;
     let localEngines: LocalEngines | undefined;
+    let handoff: DeliveryHandoff | undefined;
 
     if (opts.worker) {
       const mailer = mailerFromConfig(config, log);
@@ -79,6 +81,7 @@ export async function startService(config: Config, opts: StartOptions, log: Log)
       const worker = await startWorker(settings, { orm, dns, mailer, config, foreground });
       stops.push(() => worker.shutdown());
       localEngines = worker.listener;
+      handoff = worker.handoff;
       checkpoint();
       // startWorker returned once the server saw it poll: only now do the API, /health and the
       // ready line come up, so the first request that needs a worker finds one.
@@ -87,7 +90,7 @@ export async function startService(config: Config, opts: StartOptions, log: Log)
     if (opts.api) {
       const gateway = await TemporalGateway.connect(settings, config);
       stops.push(() => gateway.close());
-      const { app } = createApp(await buildAppDeps({ config, orm, temporal: gateway, logger, dns, foreground, localEngines }));
+      const { app } = createApp(await buildAppDeps({ config, orm, temporal: gateway, logger, dns, foreground, localEngines, handoff }));
       const server = await listenApp(app, config.port).catch((err: Error) => {
         throw new StartupError(`The API cannot listen on port ${config.port}: ${err.message}`);
       });

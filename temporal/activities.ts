@@ -1,6 +1,7 @@
 import type { Config } from '../config';
 import type { Foreground } from '../foreground';
 import type { Orm } from '../db/orm';
+import type { DeliveryHandoff } from '../db/messages/delivery-handoff';
 import type { OutboxListener } from '../db/messages/outbox-listener';
 import type { DnsLookup } from '../mail/dns';
 import type { Mailer } from '../mail/transport';
@@ -25,6 +26,8 @@ export interface ActivityDeps {
   config: Config;
   /** The worker's LISTEN connection: wakes the engines when a writer queues work. */
   listener: OutboxListener;
+  /** Emails the API of this process wrote already claimed, for the delivery engine's rounds here. */
+  handoff: DeliveryHandoff;
   /** Set when the API shares this process: background work that can wait lets its requests go first (foreground.ts). */
   foreground?: Foreground;
 }

@@ -4,6 +4,7 @@ import { Client } from '@temporalio/client';
 import { NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import { TemporalSdkLogger } from '../logger';
+import { DeliveryHandoff } from '../db/messages/delivery-handoff';
 import { OutboxListener } from '../db/messages/outbox-listener';
 import { type ActivityDeps, createActivities } from './activities';
 import { ensureEngines } from './engines';
@@ -27,6 +28,8 @@ export interface WorkerHandle {
   shutdown(): Promise<void>;
   /** Wakes this worker's engines; the API of the same process wakes them through it after its commits. */
   listener: OutboxListener;
+  /** Takes emails the API of the same process writes already claimed, for this worker's delivery engines. */
+  handoff: DeliveryHandoff;
 }
 
 /**
@@ -52,19 +55,20 @@ const POLL_CONFIRM_TIMEOUT_MS = 30_000;
  */
 export async function startWorker(
   settings: TemporalSettings,
-  deps: Omit<ActivityDeps, 'listener'>,
+  deps: Omit<ActivityDeps, 'listener' | 'handoff'> & { handoff?: DeliveryHandoff },
   options: Partial<Omit<WorkerOptions, 'connection' | 'namespace' | 'activities' | 'identity'>> = {},
 ): Promise<WorkerHandle> {
   const connection = await NativeConnection.connect({ address: settings.address });
   const taskQueue = options.taskQueue ?? settings.taskQueue;
   const listener = new OutboxListener(deps.orm.config.get('clientUrl')!);
+  const handoff = deps.handoff ?? new DeliveryHandoff(deps.config.delivery.leaseSeconds);
   const worker = await Worker.create({
     connection,
     namespace: settings.namespace,
     // The SDK's default (pid@host) repeats across container restarts: the poller a previous
     // process left in the server's list must not pass for this one's.
     identity: `${process.pid}@${os.hostname()}/${randomUUID().slice(0, 8)}`,
-    activities: createActivities({ ...deps, listener }),
+    activities: createActivities({ ...deps, listener, handoff }),
     ...WORKER_TUNING,
     ...(options.workflowBundle ? {} : { workflowsPath: require.resolve('./workflows') }),
     // Tests pass the pre-built bundle; benches also tune the worker.
@@ -79,6 +83,7 @@ export async function startWorker(
     worker,
     done,
     listener,
+    handoff,
     async shutdown() {
       if (worker.getState() === 'RUNNING') worker.shutdown();
       await done;

@@ -44,7 +44,8 @@ export async function sendTransactional(
     'emails' in one
       ? { ...answer(one.emails), replayed: false }
       : await idempotent(scope.em, projectId, 'send', idempotencyKey, body, async (tx) => answer(await queueSend(tx, ctx, body, one.planned)));
-  if (!result.replayed) deps.wakeups.emails(deps.config.temporal.taskQueue);
+  // An email handed to this process's engine (DeliveryHandoff) is on its way already.
+  if (!result.replayed && !('handedOff' in one && one.handedOff)) deps.wakeups.emails(deps.config.temporal.taskQueue);
   return result;
 }
 

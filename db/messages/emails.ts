@@ -62,16 +62,20 @@ export const DELIVERY_COLUMNS = `e.id, e.project_id, e.status, e.to_email, e.to_
   exists (select 1 from suppressions s where s.project_id = e.project_id and s.email = lower(e.to_email)) as suppressed,
   p.disabled as project_disabled, d.domain as dkim_domain, d.dkim_selector, d.dkim_private_key`;
 
+/** The DKIM key of DELIVERY_COLUMNS' `d` columns. */
+export function dkimOf(row: Pick<DeliveryRow, 'dkim_domain' | 'dkim_selector' | 'dkim_private_key'>): EmailForDelivery['dkim'] {
+  return row.dkim_domain && row.dkim_selector && row.dkim_private_key
+    ? { domain: row.dkim_domain, selector: row.dkim_selector, privateKeyPem: row.dkim_private_key }
+    : undefined;
+}
+
 export function toDeliverable(row: DeliveryRow): EmailForDelivery {
   return {
     projectId: row.project_id,
     status: row.status,
     suppressed: row.suppressed,
     projectDisabled: row.project_disabled,
-    dkim:
-      row.dkim_domain && row.dkim_selector && row.dkim_private_key
-        ? { domain: row.dkim_domain, selector: row.dkim_selector, privateKeyPem: row.dkim_private_key }
-        : undefined,
+    dkim: dkimOf(row),
     email: {
       id: row.id,
       toEmail: row.to_email,

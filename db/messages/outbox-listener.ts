@@ -25,21 +25,30 @@ export class OutboxListener {
    * Resolves on the first notification for `key` after `since` (at once if one came meanwhile),
    * after `timeoutMs`, or when `signal` aborts.
    */
-  async wait(key: string, since: number, timeoutMs: number, signal?: AbortSignal): Promise<void> {
+  wait(key: string, since: number, timeoutMs: number, signal?: AbortSignal): Promise<void> {
+    return this.waitAny({ [key]: since }, timeoutMs, signal);
+  }
+
+  /** As wait, on the first notification for any of the keys after its generation in `since`. */
+  async waitAny(since: Record<string, number>, timeoutMs: number, signal?: AbortSignal): Promise<void> {
     await this.connect().catch(() => undefined);
-    if (this.generation(key) !== since || signal?.aborted) return;
+    const keys = Object.keys(since);
+    if (keys.some((key) => this.generation(key) !== since[key]) || signal?.aborted) return;
     await new Promise<void>((resolve) => {
-      const set = this.waiters.get(key) ?? new Set();
-      this.waiters.set(key, set);
+      const sets = keys.map((key) => {
+        const set = this.waiters.get(key) ?? new Set();
+        this.waiters.set(key, set);
+        return set;
+      });
       const done = () => {
         clearTimeout(timer);
-        set.delete(done);
+        for (const set of sets) set.delete(done);
         signal?.removeEventListener('abort', done);
         resolve();
       };
       const timer = setTimeout(done, timeoutMs);
       signal?.addEventListener('abort', done);
-      set.add(done);
+      for (const set of sets) set.add(done);
     });
   }
 
@@ -71,5 +80,12 @@ export class OutboxListener {
   wake(key: string): void {
     this.generations.set(key, this.generation(key) + 1);
     for (const done of [...(this.waiters.get(key) ?? [])]) done();
+  }
+
+  /** Wakes the longest waiter on `key` only: for work one waiter takes (an email handed off, DeliveryHandoff). */
+  wakeOne(key: string): void {
+    this.generations.set(key, this.generation(key) + 1);
+    const first = this.waiters.get(key)?.values().next();
+    if (first && !first.done) first.value();
   }
 }

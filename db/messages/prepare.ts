@@ -157,6 +157,11 @@ export interface PreparedEmail {
   headers: Record<string, string>;
   /** Writes the email at most once per key (a journey step, a campaign recipient): a retry finds the first one. */
   sourceKey: string | null;
+  /**
+   * Written SENDING (attempt 1), leased to the delivery engine for this long, instead of QUEUED:
+   * the caller hands it to its own process's engine (db/messages/delivery-handoff.ts).
+   */
+  leaseSeconds?: number;
 }
 
 /**
@@ -296,6 +301,7 @@ function inputRows(emails: PreparedEmail[]): string {
       attachment_set_id: e.plan.attachmentSetId,
       source_key: e.sourceKey,
       queue: e.plan.queue,
+      lease_seconds: e.leaseSeconds ?? null,
     })),
   );
 }
@@ -303,14 +309,21 @@ function inputRows(emails: PreparedEmail[]): string {
 const EMAIL_INPUT = `input as (
        select * from jsonb_to_recordset(?::jsonb) as r(id uuid, project_id text, contact_id text, domain_id text,
          template_id text, campaign_id text, source text, marketing boolean, to_email text, to_name text, from_email text,
-         from_name text, reply_to text, subject text, body text, headers jsonb, attachment_set_id uuid, source_key text, queue text)
+         from_name text, reply_to text, subject text, body text, headers jsonb, attachment_set_id uuid, source_key text, queue text, lease_seconds integer)
      )`;
 
-/** The INSERT INTO emails of `input`, rows of `input` that pass `where` only. */
+/**
+ * The INSERT INTO emails of `input`, rows of `input` that pass `where` only. A row with a lease is
+ * written as the engine's claim leaves one (claimDueEmails): last_attempt_at = created_at tells it.
+ */
 const insertEmails = (where = '') => `insert into emails (id, project_id, contact_id, domain_id, template_id, campaign_id, source, marketing, to_email, to_name,
-         from_email, from_name, reply_to, subject, body, headers, attachment_set_id, source_key, queue)
+         from_email, from_name, reply_to, subject, body, headers, attachment_set_id, source_key, queue,
+         status, attempts, last_attempt_at, lease_until, lease_owner)
        select id, project_id, contact_id, domain_id, template_id, campaign_id, source, marketing, to_email, to_name,
-         from_email, from_name, reply_to, subject, body, headers, attachment_set_id, source_key, queue
+         from_email, from_name, reply_to, subject, body, headers, attachment_set_id, source_key, queue,
+         case when lease_seconds is null then 'QUEUED' else 'SENDING' end, case when lease_seconds is null then 0 else 1 end,
+         case when lease_seconds is not null then now() end, now() + make_interval(secs => lease_seconds),
+         case when lease_seconds is not null then 'engine' end
        from input ${where}
        on conflict (project_id, source_key) where source_key is not null do nothing`;
 
@@ -345,9 +358,9 @@ function insertRows(em: EntityManager, emails: PreparedEmail[]): Promise<Inserte
 export function insertRowsStatement(keyed: boolean): string {
   return `with ${EMAIL_INPUT}, ins as (
        ${insertEmails()}
-       returning id, source_key
+       returning id, source_key, status
      )
-     select id, source_key, 'QUEUED' as status, null as error, true as created,
+     select id, source_key, status, null as error, true as created,
        null as to_email, null as subject, null as body, null::jsonb as headers
      from ins
      ${

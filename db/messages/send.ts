@@ -8,7 +8,9 @@ import { inContactRounds } from '../contacts/rounds';
 import type { JsonValue } from '../entities/contact';
 import type { BodyFormat } from './content';
 import { senderDomain, type SenderPolicy } from '../domains/domains';
-import { createAttachmentSet, type EmailSource } from './emails';
+import type { DeliveryHandoff } from './delivery-handoff';
+import { releaseClaims } from './delivery-queue';
+import { createAttachmentSet, type DeliveryRow, dkimOf, type EmailForDelivery, type EmailSource } from './emails';
 import {
   type EmailPlan,
   planEmails,
@@ -159,6 +161,8 @@ interface FactsItem {
 interface Facts {
   sender: SenderFacts;
   contact: ContactDto | undefined;
+  /** What the delivery engine's claim reads with an email (DELIVERY_COLUMNS), for one handed to it. */
+  delivery: Pick<EmailForDelivery, 'suppressed' | 'dkim'>;
 }
 
 interface WriteItem {
@@ -183,7 +187,11 @@ export class SendBatches {
   private readonly reads: Coalescer<FactsItem, Facts>;
   private readonly writes: Coalescer<WriteItem, boolean>;
 
-  constructor(orm: Orm) {
+  /** `handoff`: the delivery engine of this process (API and worker in one), which takes the emails written here already claimed. */
+  constructor(
+    orm: Orm,
+    private readonly handoff?: DeliveryHandoff,
+  ) {
     const em = (this.em = orm.em.fork());
     this.reads = new Coalescer((items) => readFacts(em, items), { maxBatch: 64, maxInFlight: 2 });
     this.writes = new Coalescer(
@@ -196,8 +204,15 @@ export class SendBatches {
    * `scope.em` (a request's own manager, forked when first read) is read only for a template: without
    * one nothing here reads through a manager but the shared statements, and forking one was 1.1 % of
    * the API's CPU samples under /v1/send load (docs/performance.md).
+   *
+   * `handedOff`: the email went to this process's delivery engine claimed (DeliveryHandoff), so there is
+   * no engine to wake for it.
    */
-  async send(scope: { readonly em: EntityManager }, ctx: SendContext, req: SendRequest): Promise<{ emails: QueuedEmail[] } | { planned?: SendPlan }> {
+  async send(
+    scope: { readonly em: EntityManager },
+    ctx: SendContext,
+    req: SendRequest,
+  ): Promise<{ emails: QueuedEmail[]; handedOff: boolean } | { planned?: SendPlan }> {
     if (Array.isArray(req.to) && req.to.length !== 1) return {};
     if (req.attachments?.length) return {};
     const em = req.template ? scope.em : this.em;
@@ -228,25 +243,75 @@ export class SendBatches {
       updatedAt: new Date().toISOString(),
     };
     const prepared = prepareEmail(planned.plan, contact, { extra: patch.transient, toName: recipient.name ?? null });
-    const written = await this.writes.run({ contact: upsert, email: prepared });
-    return written ? { emails: [{ contact: { id: contact.id, email }, email: prepared.id }] } : { planned };
+    const reservation = this.handoff?.reserve(ctx.queue);
+    if (reservation) prepared.leaseSeconds = reservation.leaseSeconds;
+    let written: boolean;
+    try {
+      written = await this.writes.run({ contact: upsert, email: prepared });
+    } catch (err) {
+      reservation?.cancel();
+      throw err;
+    }
+    if (!written) {
+      reservation?.cancel();
+      return { planned };
+    }
+    let handedOff = false;
+    if (reservation) {
+      handedOff = reservation.deliver(deliverable(prepared, facts.delivery));
+      // No round of the queue takes work here any more: the claim goes back, and the caller wakes an engine.
+      // Should that fail, the lease runs out and an engine claims the email then.
+      if (!handedOff) await releaseClaims(this.em, [prepared.id]).catch(() => undefined);
+    }
+    return { emails: [{ contact: { id: contact.id, email }, email: prepared.id }], handedOff };
   }
 }
 
-/** Each item's sender facts (a transactional plan's) and contact, in one statement. */
+/** The email as the engine's claim would have read it (toDeliverable). */
+function deliverable(e: PreparedEmail, facts: Facts['delivery']): EmailForDelivery {
+  return {
+    projectId: e.plan.projectId,
+    status: 'SENDING',
+    ...facts,
+    // A disabled project's writes were refused before this one (api/middleware/auth.ts).
+    projectDisabled: false,
+    email: {
+      id: e.id,
+      toEmail: e.toEmail,
+      toName: e.toName,
+      fromEmail: e.plan.from.email,
+      fromName: e.plan.from.name,
+      replyTo: e.plan.replyTo,
+      subject: e.subject,
+      body: e.body,
+      headers: e.headers,
+      attachments: [],
+    },
+  };
+}
+
+type DeliveryFactsRow = Pick<DeliveryRow, 'suppressed' | 'dkim_domain' | 'dkim_selector' | 'dkim_private_key'>;
+
+/** Each item's sender facts (a transactional plan's), contact and delivery facts, in one statement. */
 async function readFacts(em: EntityManager, items: FactsItem[]): Promise<Facts[]> {
-  const rows = await query<Partial<ContactRow> & SenderFactsRow & { ord: number }>(
+  const rows = await query<Partial<ContactRow> & SenderFactsRow & DeliveryFactsRow & { ord: number }>(
     em,
     `with r as (
        select u.*, ?::text as source from unnest(?::int[], ?::text[], ?::text[], ?::text[]) as u(ord, project_id, domain, email)
      )
-     select r.ord, ${SENDER_FACTS.columns}, ${CONTACT_COLUMNS}
+     select r.ord, ${SENDER_FACTS.columns}, ${CONTACT_COLUMNS},
+       exists (select 1 from suppressions s where s.project_id = r.project_id and s.email = r.email) as suppressed,
+       d.domain as dkim_domain, d.dkim_selector, d.dkim_private_key
      from r ${SENDER_FACTS.join} left join contacts c on c.project_id = r.project_id and c.email = r.email`,
     ['transactional' satisfies EmailSource, items.map((_, i) => i), items.map((i) => i.projectId), items.map((i) => i.domain), items.map((i) => i.email)],
   );
   const facts: Facts[] = new Array(items.length);
   for (const row of rows) {
-    facts[row.ord] = { sender: senderFactsOf(row), contact: row.id ? toContactDto(row as ContactRow) : undefined };
+    facts[row.ord] = {
+      sender: senderFactsOf(row),
+      contact: row.id ? toContactDto(row as ContactRow) : undefined,
+      delivery: { suppressed: row.suppressed, dkim: dkimOf(row) },
+    };
   }
   return facts;
 }

@@ -1,6 +1,7 @@
 import { setMaxListeners } from 'node:events';
 import { Context } from '@temporalio/activity';
 import type { Config } from '../../config';
+import { handoffKey, type DeliveryHandoff } from '../../db/messages/delivery-handoff';
 import { adoptUnassignedEmails, handOffForRetry, releaseClaims, renewLeases, type SentMark } from '../../db/messages/delivery-queue';
 import { EngineStatements } from '../../db/messages/engine-statements';
 import { type EmailForDelivery, markEmailFailed } from '../../db/messages/emails';
@@ -49,7 +50,19 @@ const IDLE_WAIT_MS = 1000;
 const HANDOFF_AFTER_MS = 500;
 const EXPIRED_CHECK_MS = 1000;
 
-export function createDeliveryEngineActivities({ orm, mailer, config, listener }: { orm: Orm; mailer: Mailer; config: Config; listener: OutboxListener }) {
+export function createDeliveryEngineActivities({
+  orm,
+  mailer,
+  config,
+  listener,
+  handoff,
+}: {
+  orm: Orm;
+  mailer: Mailer;
+  config: Config;
+  listener: OutboxListener;
+  handoff: DeliveryHandoff;
+}) {
   const { concurrency, leaseSeconds } = config.delivery;
   // A retry workflow may wait the longest backoff between attempts; its lease outlasts that.
   const handoffLeaseSeconds = config.sendRetryMaxIntervalSeconds + 120;
@@ -83,6 +96,7 @@ export function createDeliveryEngineActivities({ orm, mailer, config, listener }
       const em = orm.em.fork();
       await adoptUnassignedEmails(em, input.queue);
       const key = `emails:${input.queue}`;
+      const handedKey = handoffKey(input.queue);
       const deadline = Date.now() + input.maxSeconds * 1000;
       const probing = input.probe !== undefined;
       const batchSize = input.probe ?? concurrency * 4;
@@ -97,8 +111,10 @@ export function createDeliveryEngineActivities({ orm, mailer, config, listener }
       let failed = 0;
       let claiming: Promise<number> | undefined;
       let expiredCheckedAt = 0;
+      let claimedAt = 0;
       const claim = () =>
         (claiming ??= (async () => {
+          claimedAt = Date.now();
           const claimed = await statements.claim({ queue: input.queue, limit: batchSize, leaseSeconds, which: 'queued' });
           // Expired leases (a dead worker's emails) are rare: looked for when the queue runs short, at most once a second.
           if (claimed.length < batchSize && Date.now() - expiredCheckedAt > EXPIRED_CHECK_MS) {
@@ -157,25 +173,42 @@ export function createDeliveryEngineActivities({ orm, mailer, config, listener }
         Date.now() > deadline ||
         (retries.length > 0 && Date.now() - retries[0]!.at > HANDOFF_AFTER_MS);
       const lane = async () => {
+        // Whether to claim from the table before waiting: not after a wake-up for handed-off emails only.
+        let lookInTable = true;
         while (!roundOver()) {
-          const next = queued.shift();
+          const claimed = queued.shift();
+          const next = claimed ?? (probing ? undefined : handoff.take(input.queue));
           if (next) {
-            if (!probing && queued.length < batchSize / 2 && !claiming) void claim().catch(() => undefined);
+            // Claim the next batch ahead only while the table has a backlog; handed-off emails say nothing of it.
+            if (claimed && !probing && queued.length < batchSize / 2 && !claiming) void claim().catch(() => undefined);
             await sendOne(next);
             continue;
           }
           // A probe sends what it claimed once, no more.
           if (probing || retries.length > 0) return;
           const seen = listener.generation(key);
-          if ((await claim()) > 0 || queued.length > 0) continue;
-          await listener.wait(key, seen, Math.min(IDLE_WAIT_MS, Math.max(0, deadline - Date.now())), ctx.cancellationSignal);
+          const seenHanded = listener.generation(handedKey);
+          // Without a NOTIFY, the table is looked at about once a second all the same (expired leases, claims given back).
+          if ((lookInTable || Date.now() - claimedAt > IDLE_WAIT_MS) && ((await claim()) > 0 || queued.length > 0)) continue;
+          const wait = Math.min(IDLE_WAIT_MS, Math.max(0, deadline - Date.now()));
+          await listener.waitAny({ [key]: seen, [handedKey]: seenHanded }, wait, ctx.cancellationSignal);
+          // A NOTIFY, or the wait ran out: look in the table again.
+          lookInTable = listener.generation(key) !== seen || listener.generation(handedKey) === seenHanded;
         }
       };
 
       const beat = setInterval(() => ctx.heartbeat(), 1000);
       // Everything the round holds keeps its lease: sending, waiting to be sent, held, or accepted and not yet marked.
-      const holding = () => [...inFlight, ...queued.map((c) => c.email.id), ...unreached.map((u) => u.emailId), ...marks.unwritten().map((m) => m.emailId)];
+      const holding = () => [
+        ...inFlight,
+        ...queued.map((c) => c.email.id),
+        ...handoff.waiting(input.queue),
+        ...unreached.map((u) => u.emailId),
+        ...marks.unwritten().map((m) => m.emailId),
+      ];
       const renew = setInterval(() => void renewLeases(em, holding(), leaseSeconds).catch(() => undefined), (leaseSeconds * 1000) / 3);
+      // A probing round takes nothing handed off: while the relay may be down, the API writes QUEUED.
+      const closeHandoff = probing ? () => [] : handoff.open(input.queue, batchSize, () => listener.wakeOne(handedKey));
       try {
         if (probing) await claim();
         const lanes = probing ? Math.min(concurrency, queued.length) : concurrency;
@@ -183,6 +216,8 @@ export function createDeliveryEngineActivities({ orm, mailer, config, listener }
       } catch (error) {
         failure ??= { error };
       }
+      // Handed-off emails nobody took go back with this round's own unsent claims.
+      queued.push(...closeHandoff());
       let relayDown: DeliveryRoundResult['relayUnreachable'];
       try {
         await claiming?.catch(() => undefined);

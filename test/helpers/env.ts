@@ -9,6 +9,7 @@ import { loadConfig } from '../../config';
 import { createLogger } from '../../logger';
 import { createOrm, type Orm } from '../../db/orm';
 import { createProject, type ProjectWithKeys } from '../../db/projects/projects';
+import { DeliveryHandoff } from '../../db/messages/delivery-handoff';
 import { createDnsLookup } from '../../mail/dns';
 import { mailerFromConfig } from '../../mail/mailer';
 import { TemporalGateway } from '../../temporal/client';
@@ -52,7 +53,9 @@ export async function startTestEnv(env: Record<string, string> = {}): Promise<Te
   const mailer = mailerFromConfig(config);
   // API and worker share this process, as `tidings start` runs them: the API's requests go first.
   const foreground = new Foreground();
-  const deps: AppDeps = await buildAppDeps({ config, orm, temporal, logger: createLogger(config), dns, foreground });
+  // And the API hands /v1/send's emails to the delivery engine of the workers started here.
+  const handoff = new DeliveryHandoff(config.delivery.leaseSeconds);
+  const deps: AppDeps = await buildAppDeps({ config, orm, temporal, logger: createLogger(config), dns, foreground, handoff });
   const { app } = createApp(deps);
   const workers: WorkerHandle[] = [];
   return {
@@ -66,7 +69,7 @@ export async function startTestEnv(env: Record<string, string> = {}): Promise<Te
     async startWorker() {
       const handle = await startWorker(
         { address: config.temporal.address!, namespace: config.temporal.namespace, taskQueue },
-        { orm, dns, mailer, config, foreground },
+        { orm, dns, mailer, config, foreground, handoff },
         { workflowBundle: { codePath: process.env.TEST_WORKFLOW_BUNDLE! } },
       );
       workers.push(handle);
