@@ -40,12 +40,19 @@ export async function sendTransactional(
   };
   // The request's entity manager is forked only on the paths that use it (RequestScope.em).
   const one = idempotencyKey === undefined ? await deps.sending.send(scope, ctx, body) : {};
-  const result =
-    'emails' in one
-      ? { ...answer(one.emails), replayed: false }
-      : await idempotent(scope.em, projectId, 'send', idempotencyKey, body, async (tx) => answer(await queueSend(tx, ctx, body, one.planned)));
-  // An email handed to this process's engine (DeliveryHandoff) is on its way already.
-  if (!result.replayed && !('handedOff' in one && one.handedOff)) deps.wakeups.emails(deps.config.temporal.taskQueue);
+  if ('emails' in one) {
+    if (one.wake) deps.wakeups.emails(ctx.queue);
+    return { ...answer(one.emails), replayed: false };
+  }
+  // Emails handed to this process's engine (DeliveryHandoff) need no wake-up.
+  const handover = deps.sending.handover(ctx.queue);
+  const result = await idempotent(scope.em, projectId, 'send', idempotencyKey, body, async (tx) =>
+    answer(await queueSend(tx, ctx, body, one.planned, handover)),
+  ).catch((err: unknown) => {
+    handover.cancel();
+    throw err;
+  });
+  if (!result.replayed && (await deps.sending.handOver(handover))) deps.wakeups.emails(ctx.queue);
   return result;
 }
 

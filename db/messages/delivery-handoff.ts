@@ -1,4 +1,5 @@
 import type { EmailForDelivery } from './emails';
+import type { PreparedEmail } from './prepare';
 
 /** The wake-up key of a queue's handed-off emails (OutboxListener), apart from the NOTIFY key, so a lane woken by one looks in memory, not in the table. */
 export const handoffKey = (queue: string) => `handoff:${queue}`;
@@ -30,11 +31,11 @@ export interface Reservation {
 /**
  * The API hands the emails it writes to the delivery engine of its own process, already claimed
  * (docs/performance.md, twelfth session). When `tidings start` runs the API and the worker in one
- * process and a round of the queue's engine is taking work here, `/v1/send` writes its email as
- * SENDING, leased to the engine (attempts 1), and puts it in this buffer; a lane of the round takes
- * it from memory. Otherwise the email was written QUEUED and an engine claims it from the table:
- * one UPDATE through every index of `emails` and a share of a claim statement per email, which the
- * hand-off saves.
+ * process and a round of the queue's engine is taking work here, `/v1/send` writes its emails as
+ * SENDING, leased to the engine (attempts 1), and puts them in this buffer (Handover, below); a
+ * lane of the round takes each from memory. Otherwise an email is written QUEUED and an engine
+ * claims it from the table: one UPDATE through every index of `emails` and a share of a claim
+ * statement per email, which the hand-off saves.
  *
  * Nothing is lost with the process: a handed-off row is leased like a claimed one, and when the
  * lease runs out (DELIVERY_LEASE_SECONDS) any engine claims it again. While the process lives, a
@@ -107,4 +108,91 @@ export class DeliveryHandoff {
     if (!state) this.queues.set(queue, (state = { rounds: new Map(), buffer: [], reserved: 0 }));
     return state;
   }
+}
+
+/**
+ * The emails of one write that go to the engine of this process if they can: each is reserved a
+ * place before the write (and then written claimed), recorded as written in the transaction, and
+ * handed over after the commit. The write of /v1/send's every path (SendBatches, queueSend).
+ */
+export class Handover {
+  private readonly reservations = new Map<string, Reservation>();
+  private readonly written: EmailForDelivery[] = [];
+  /** Some email of the write was written QUEUED: an engine has to be woken for it. */
+  private queuedAny = false;
+
+  constructor(
+    private readonly handoff: DeliveryHandoff | undefined,
+    private readonly queue: string,
+  ) {}
+
+  /** Before the write: a place for the email, if there is one, and then it is written claimed. */
+  reserve(email: PreparedEmail): void {
+    // The engine reads attachments with the row it claims; they are not in memory here.
+    if (email.plan.attachmentSetId) return;
+    const reservation = this.handoff?.reserve(this.queue);
+    if (!reservation) return;
+    email.leaseSeconds = reservation.leaseSeconds;
+    this.reservations.set(email.id, reservation);
+  }
+
+  /**
+   * The write of `email` went into the transaction. `suppressed`: the recipient is on the
+   * suppression list, as the write found it (WrittenEmail.suppressed).
+   */
+  wrote(email: PreparedEmail, suppressed: boolean): void {
+    if (!this.reservations.has(email.id)) {
+      this.queuedAny = true;
+      return;
+    }
+    this.written.push(deliverable(email, suppressed));
+  }
+
+  /** The write did not commit. */
+  cancel(): void {
+    for (const reservation of this.reservations.values()) reservation.cancel();
+    this.reservations.clear();
+    this.written.splice(0);
+  }
+
+  /**
+   * After the commit: every email written claimed goes to a round. `givenBack`: those no round of
+   * the queue took any more, which the caller gives back (releaseClaims) before it wakes an engine;
+   * `wake`: whether an engine must be woken (some email is QUEUED, or given back).
+   */
+  deliver(): { givenBack: string[]; wake: boolean } {
+    const givenBack: string[] = [];
+    for (const email of this.written.splice(0)) {
+      if (!this.reservations.get(email.email.id)!.deliver(email)) givenBack.push(email.email.id);
+      this.reservations.delete(email.email.id);
+    }
+    // Reserved and not written (the write left them out): nothing to hand over.
+    for (const reservation of this.reservations.values()) reservation.cancel();
+    this.reservations.clear();
+    return { givenBack, wake: this.queuedAny || givenBack.length > 0 };
+  }
+}
+
+/** The email as the engine's claim would have read it (toDeliverable). */
+function deliverable(e: PreparedEmail, suppressed: boolean): EmailForDelivery {
+  return {
+    projectId: e.plan.projectId,
+    status: 'SENDING',
+    suppressed,
+    // A disabled project's writes were refused before this one (api/middleware/auth.ts).
+    projectDisabled: false,
+    dkim: e.plan.dkim,
+    email: {
+      id: e.id,
+      toEmail: e.toEmail,
+      toName: e.toName,
+      fromEmail: e.plan.from.email,
+      fromName: e.plan.from.name,
+      replyTo: e.plan.replyTo,
+      subject: e.subject,
+      body: e.body,
+      headers: e.headers,
+      attachments: [],
+    },
+  };
 }

@@ -5,7 +5,7 @@ import type { ContactDto } from '../contacts/contacts';
 import { notifyQueued } from './delivery-queue';
 import { acceptedSenderDomain, type DomainStatus, senderDomain, type SenderPolicy } from '../domains/domains';
 import { type BodyFormat, type CompiledContent, compileContent, type MarketingContext, marketingContext, renderForContact } from './content';
-import type { EmailSource, EmailStatus } from './emails';
+import { type DeliveryRow, dkimOf, type EmailForDelivery, type EmailSource, type EmailStatus } from './emails';
 import { query, queryOne } from '../sql';
 
 /**
@@ -21,7 +21,9 @@ import { query, queryOne } from '../sql';
  *
  * Suppression and a disabled project are checked where the email goes out (the delivery engine
  * and the campaign batch read them with the row), so an email written before either changed is
- * still held back.
+ * still held back. An email written claimed for the engine of the writer's own process
+ * (db/messages/delivery-handoff.ts) is not read again: its INSERT reads the suppression, and a
+ * disabled project's write was refused.
  */
 
 export interface PlanInput {
@@ -66,6 +68,8 @@ export interface EmailPlan {
   attachmentSetId: string | null;
   queue: string | null;
   links: Links;
+  /** The sender domain's DKIM key, for an email handed to the engine in memory (db/messages/delivery-handoff.ts). */
+  dkim: EmailForDelivery['dkim'];
 }
 
 export interface Links {
@@ -73,10 +77,11 @@ export interface Links {
   linkSecret: string;
 }
 
-/** What a plan reads about its sender: the domain's row, and whether the project caps the source. */
+/** What a plan reads about its sender: the domain's row and DKIM key, and whether the project caps the source. */
 export interface SenderFacts {
   domain: { id: string; status: DomainStatus } | undefined;
   capped: boolean;
+  dkim: EmailForDelivery['dkim'];
 }
 
 /**
@@ -111,6 +116,7 @@ export async function planEmails(
     attachmentSetId: input.attachmentSetId ?? null,
     queue: input.queue,
     links: ctx.links,
+    dkim: facts.dkim,
   };
 }
 
@@ -120,12 +126,12 @@ export async function planEmails(
  * `select …, ${SENDER_FACTS.columns} from r ${SENDER_FACTS.join}`, each row read with senderFactsOf.
  */
 export const SENDER_FACTS = {
-  columns: `d.id as domain_id, d.status as domain_status,
+  columns: `d.id as domain_id, d.status as domain_status, d.domain as dkim_domain, d.dkim_selector, d.dkim_private_key,
     exists (select 1 from billing_limits b where b.project_id = r.project_id and b.category = r.source) as capped`,
   join: 'left join domains d on d.project_id = r.project_id and d.domain = r.domain',
 };
 
-export interface SenderFactsRow {
+export interface SenderFactsRow extends Pick<DeliveryRow, 'dkim_domain' | 'dkim_selector' | 'dkim_private_key'> {
   domain_id: string | null;
   domain_status: DomainStatus | null;
   capped: boolean;
@@ -134,6 +140,7 @@ export interface SenderFactsRow {
 export const senderFactsOf = (row: SenderFactsRow): SenderFacts => ({
   domain: row.domain_id ? { id: row.domain_id, status: row.domain_status! } : undefined,
   capped: row.capped,
+  dkim: dkimOf(row),
 });
 
 // One round trip for both facts.
@@ -202,6 +209,8 @@ export interface WrittenEmail {
   created: boolean;
   /** Refused by the monthly cap (FAILED with OVER_LIMIT_ERROR, never delivered). */
   overLimit: boolean;
+  /** Written claimed (PreparedEmail.leaseSeconds) for a recipient on the suppression list, as the engine's claim would read it. */
+  suppressed: boolean;
   toEmail: string;
   subject: string;
   body: string;
@@ -251,6 +260,7 @@ export async function writeEmails(
       status: row.status,
       created: row.created,
       overLimit: row.error === OVER_LIMIT_ERROR,
+      suppressed: row.suppressed,
       toEmail: row.to_email ?? e.toEmail,
       subject: row.subject ?? e.subject,
       body: row.body ?? e.body,
@@ -272,6 +282,7 @@ interface InsertedRow {
   status: EmailStatus;
   error: string | null;
   created: boolean;
+  suppressed: boolean;
   to_email: string | null;
   subject: string | null;
   body: string | null;
@@ -328,25 +339,37 @@ const insertEmails = (where = '') => `insert into emails (id, project_id, contac
        on conflict (project_id, source_key) where source_key is not null do nothing`;
 
 /**
+ * Over a new row `ins` (id, status, project_id, to_email): whether a row written claimed goes to a
+ * suppressed address, which the engine's claim reads with the row (DELIVERY_COLUMNS) and a
+ * handed-off email is not claimed.
+ */
+const SUPPRESSED_IF_CLAIMED = `(ins.status = 'SENDING' and exists (select 1 from suppressions s where s.project_id = ins.project_id and s.email = lower(ins.to_email)))`;
+
+/**
  * writeEmails for emails whose contacts the same statement upserts (`contacts`: the CTEs of
  * db/contacts/contacts.ts contactUpsertCtes, and any after them): one statement, atomic without
  * a transaction. An email is written only if the upsert left its contact with the id it was
  * rendered for (another request may have created the address first); the ids of those written
- * come back, and of the others nothing was written. No cap check and no wake-up: a plan that
- * checks the cap goes through writeEmails in a transaction, and the caller wakes the engine.
+ * come back (with WrittenEmail.suppressed), and of the others nothing was written. No cap check
+ * and no wake-up: a plan that checks the cap goes through writeEmails in a transaction, and the
+ * caller wakes the engine.
  */
-export async function writeEmailsWithContacts(em: EntityManager, contacts: { sql: string; params: unknown[] }, emails: PreparedEmail[]): Promise<Set<string>> {
+export async function writeEmailsWithContacts(
+  em: EntityManager,
+  contacts: { sql: string; params: unknown[] },
+  emails: PreparedEmail[],
+): Promise<Map<string, { suppressed: boolean }>> {
   if (emails.some((e) => e.plan.checkCap)) throw new Error('writeEmailsWithContacts: a capped plan is written by writeEmails, in a transaction');
-  const rows = await query<{ id: string }>(
+  const rows = await query<{ id: string; suppressed: boolean }>(
     em,
     `${contacts.sql}, ${EMAIL_INPUT}, ins as (
        ${insertEmails('where exists (select 1 from up where up.id = input.contact_id)')}
-       returning id
+       returning id, status, project_id, to_email
      )
-     select id from ins`,
+     select id, ${SUPPRESSED_IF_CLAIMED} as suppressed from ins`,
     [...contacts.params, inputRows(emails)],
   );
-  return new Set(rows.map((r) => r.id));
+  return new Map(rows.map((r) => [r.id, { suppressed: r.suppressed }]));
 }
 
 /** New rows come back with only their id; rows found under a source key come back whole. */
@@ -358,9 +381,9 @@ function insertRows(em: EntityManager, emails: PreparedEmail[]): Promise<Inserte
 export function insertRowsStatement(keyed: boolean): string {
   return `with ${EMAIL_INPUT}, ins as (
        ${insertEmails()}
-       returning id, source_key, status
+       returning id, source_key, status, project_id, to_email
      )
-     select id, source_key, status, null as error, true as created,
+     select id, source_key, status, null as error, true as created, ${SUPPRESSED_IF_CLAIMED} as suppressed,
        null as to_email, null as subject, null as body, null::jsonb as headers
      from ins
      ${
@@ -368,7 +391,7 @@ export function insertRowsStatement(keyed: boolean): string {
          ? // One lookup per input row on emails_source_key: as a join, on statistics older than a
            // campaign's rows, the planner read the whole table for every batch (11 ms at 20,000).
            `union all
-     select e.id, e.source_key, e.status, e.error, false, e.to_email, e.subject, e.body, e.headers
+     select e.id, e.source_key, e.status, e.error, false, false, e.to_email, e.subject, e.body, e.headers
      from input i cross join lateral (
        select * from emails e where e.project_id = i.project_id and e.source_key = i.source_key and e.source_key is not null limit 1
      ) e`

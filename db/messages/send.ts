@@ -8,9 +8,9 @@ import { inContactRounds } from '../contacts/rounds';
 import type { JsonValue } from '../entities/contact';
 import type { BodyFormat } from './content';
 import { senderDomain, type SenderPolicy } from '../domains/domains';
-import type { DeliveryHandoff } from './delivery-handoff';
+import { type DeliveryHandoff, Handover } from './delivery-handoff';
 import { releaseClaims } from './delivery-queue';
-import { createAttachmentSet, type DeliveryRow, dkimOf, type EmailForDelivery, type EmailSource } from './emails';
+import { createAttachmentSet, type EmailSource } from './emails';
 import {
   type EmailPlan,
   planEmails,
@@ -132,9 +132,10 @@ const recipientData = (req: SendRequest, recipient: { name?: string }) => (recip
  * its own, one after another, and one QUEUED email row each. Delivery is the engine's job
  * (db/messages/delivery-queue.ts): the committed rows are its work, so the 200 survives any crash; the
  * caller wakes it after the commit (deps.wakeups). Over the project's monthly transactional cap the
- * whole request is refused (402) and rolls back.
+ * whole request is refused (402) and rolls back. With a `handover` (SendBatches.handover), the emails
+ * it has room for are written claimed instead, for the caller to hand over after its commit.
  */
-export async function queueSend(em: EntityManager, ctx: SendContext, req: SendRequest, planned?: SendPlan): Promise<QueuedEmail[]> {
+export async function queueSend(em: EntityManager, ctx: SendContext, req: SendRequest, planned?: SendPlan, handover?: Handover): Promise<QueuedEmail[]> {
   const { plan, recipients, attachments } = planned ?? (await planSend(em, ctx, req));
   if (attachments.length) plan.attachmentSetId = await createAttachmentSet(em, ctx.projectId, attachments);
   const prepared: PreparedEmail[] = [];
@@ -146,8 +147,10 @@ export async function queueSend(em: EntityManager, ctx: SendContext, req: SendRe
     prepared.push(prepareEmail(plan, up.contact, { extra: up.transient, toName: recipient.name ?? null }));
   }
   // Last, so the monthly cap's lock is held only for the insert and the caller's commit. The
-  // caller wakes the delivery engine once it has committed.
+  // caller wakes the delivery engine (or hands the emails over) once it has committed.
+  for (const p of prepared) handover?.reserve(p);
   const written = await writeEmails(em, prepared, 'refuse', 'caller');
+  prepared.forEach((p, i) => handover?.wrote(p, written[i]!.suppressed));
   return prepared.map((p, i) => ({ contact: { id: p.contactId!, email: p.toEmail }, email: written[i]!.id }));
 }
 
@@ -161,8 +164,6 @@ interface FactsItem {
 interface Facts {
   sender: SenderFacts;
   contact: ContactDto | undefined;
-  /** What the delivery engine's claim reads with an email (DELIVERY_COLUMNS), for one handed to it. */
-  delivery: Pick<EmailForDelivery, 'suppressed' | 'dkim'>;
 }
 
 interface WriteItem {
@@ -185,7 +186,8 @@ export class SendBatches {
   /** One manager for every batch: raw statements only take a pooled connection through it. */
   private readonly em: EntityManager;
   private readonly reads: Coalescer<FactsItem, Facts>;
-  private readonly writes: Coalescer<WriteItem, boolean>;
+  /** Per item: whether its email was written, and if so what the write found (WrittenEmail.suppressed). */
+  private readonly writes: Coalescer<WriteItem, { suppressed: boolean } | undefined>;
 
   /** `handoff`: the delivery engine of this process (API and worker in one), which takes the emails written here already claimed. */
   constructor(
@@ -205,14 +207,14 @@ export class SendBatches {
    * one nothing here reads through a manager but the shared statements, and forking one was 1.1 % of
    * the API's CPU samples under /v1/send load (docs/performance.md).
    *
-   * `handedOff`: the email went to this process's delivery engine claimed (DeliveryHandoff), so there is
-   * no engine to wake for it.
+   * `wake`: whether the caller must wake an engine (the email did not go to this process's engine
+   * in memory, DeliveryHandoff).
    */
   async send(
     scope: { readonly em: EntityManager },
     ctx: SendContext,
     req: SendRequest,
-  ): Promise<{ emails: QueuedEmail[]; handedOff: boolean } | { planned?: SendPlan }> {
+  ): Promise<{ emails: QueuedEmail[]; wake: boolean } | { planned?: SendPlan }> {
     if (Array.isArray(req.to) && req.to.length !== 1) return {};
     if (req.attachments?.length) return {};
     const em = req.template ? scope.em : this.em;
@@ -243,80 +245,59 @@ export class SendBatches {
       updatedAt: new Date().toISOString(),
     };
     const prepared = prepareEmail(planned.plan, contact, { extra: patch.transient, toName: recipient.name ?? null });
-    const reservation = this.handoff?.reserve(ctx.queue);
-    if (reservation) prepared.leaseSeconds = reservation.leaseSeconds;
-    let written: boolean;
+    const handover = this.handover(ctx.queue);
+    handover.reserve(prepared);
+    let written: { suppressed: boolean } | undefined;
     try {
       written = await this.writes.run({ contact: upsert, email: prepared });
     } catch (err) {
-      reservation?.cancel();
+      handover.cancel();
       throw err;
     }
     if (!written) {
-      reservation?.cancel();
+      handover.cancel();
       return { planned };
     }
-    let handedOff = false;
-    if (reservation) {
-      handedOff = reservation.deliver(deliverable(prepared, facts.delivery));
-      // No round of the queue takes work here any more: the claim goes back, and the caller wakes an engine.
-      // Should that fail, the lease runs out and an engine claims the email then.
-      if (!handedOff) await releaseClaims(this.em, [prepared.id]).catch(() => undefined);
-    }
-    return { emails: [{ contact: { id: contact.id, email }, email: prepared.id }], handedOff };
+    handover.wrote(prepared, written.suppressed);
+    return { emails: [{ contact: { id: contact.id, email }, email: prepared.id }], wake: await this.handOver(handover) };
+  }
+
+  /** For the emails of one write (queueSend), to the delivery engine of this process if it has room. */
+  handover(queue: string): Handover {
+    return new Handover(this.handoff, queue);
+  }
+
+  /**
+   * After the write's commit: its emails written claimed go to the engine. Returns whether the caller
+   * must wake an engine: for emails written QUEUED, and for those no round took any more, whose
+   * claims go back first. Should that fail, their lease runs out and an engine claims them then.
+   */
+  async handOver(handover: Handover): Promise<boolean> {
+    const { givenBack, wake } = handover.deliver();
+    if (givenBack.length) await releaseClaims(this.em, givenBack).catch(() => undefined);
+    return wake;
   }
 }
 
-/** The email as the engine's claim would have read it (toDeliverable). */
-function deliverable(e: PreparedEmail, facts: Facts['delivery']): EmailForDelivery {
-  return {
-    projectId: e.plan.projectId,
-    status: 'SENDING',
-    ...facts,
-    // A disabled project's writes were refused before this one (api/middleware/auth.ts).
-    projectDisabled: false,
-    email: {
-      id: e.id,
-      toEmail: e.toEmail,
-      toName: e.toName,
-      fromEmail: e.plan.from.email,
-      fromName: e.plan.from.name,
-      replyTo: e.plan.replyTo,
-      subject: e.subject,
-      body: e.body,
-      headers: e.headers,
-      attachments: [],
-    },
-  };
-}
-
-type DeliveryFactsRow = Pick<DeliveryRow, 'suppressed' | 'dkim_domain' | 'dkim_selector' | 'dkim_private_key'>;
-
-/** Each item's sender facts (a transactional plan's), contact and delivery facts, in one statement. */
+/** Each item's sender facts (a transactional plan's) and contact, in one statement. */
 async function readFacts(em: EntityManager, items: FactsItem[]): Promise<Facts[]> {
-  const rows = await query<Partial<ContactRow> & SenderFactsRow & DeliveryFactsRow & { ord: number }>(
+  const rows = await query<Partial<ContactRow> & SenderFactsRow & { ord: number }>(
     em,
     `with r as (
        select u.*, ?::text as source from unnest(?::int[], ?::text[], ?::text[], ?::text[]) as u(ord, project_id, domain, email)
      )
-     select r.ord, ${SENDER_FACTS.columns}, ${CONTACT_COLUMNS},
-       exists (select 1 from suppressions s where s.project_id = r.project_id and s.email = r.email) as suppressed,
-       d.domain as dkim_domain, d.dkim_selector, d.dkim_private_key
+     select r.ord, ${SENDER_FACTS.columns}, ${CONTACT_COLUMNS}
      from r ${SENDER_FACTS.join} left join contacts c on c.project_id = r.project_id and c.email = r.email`,
     ['transactional' satisfies EmailSource, items.map((_, i) => i), items.map((i) => i.projectId), items.map((i) => i.domain), items.map((i) => i.email)],
   );
   const facts: Facts[] = new Array(items.length);
   for (const row of rows) {
-    facts[row.ord] = {
-      sender: senderFactsOf(row),
-      contact: row.id ? toContactDto(row as ContactRow) : undefined,
-      delivery: { suppressed: row.suppressed, dkim: dkimOf(row) },
-    };
+    facts[row.ord] = { sender: senderFactsOf(row), contact: row.id ? toContactDto(row as ContactRow) : undefined };
   }
   return facts;
 }
 
-async function writeRound(em: EntityManager, items: WriteItem[]): Promise<boolean[]> {
+async function writeRound(em: EntityManager, items: WriteItem[]): Promise<({ suppressed: boolean } | undefined)[]> {
   const written = await writeEmailsWithContacts(em, contactUpsertCtes(items.map((i) => i.contact), { recordChanges: true }), items.map((i) => i.email));
-  return items.map((i) => written.has(i.email.id));
+  return items.map((i) => written.get(i.email.id));
 }

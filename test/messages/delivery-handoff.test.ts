@@ -2,7 +2,7 @@ import { DeliveryHandoff } from '../../db/messages/delivery-handoff';
 import type { EmailForDelivery } from '../../db/messages/emails';
 import { SendBatches } from '../../db/messages/send';
 import type { ProjectWithKeys } from '../../db/projects/projects';
-import { queryOne } from '../../db/sql';
+import { query, queryOne } from '../../db/sql';
 import { bearer } from '../helpers/env';
 import { startSendingEnv, type SendingEnv, waitUntil } from '../helpers/sending';
 
@@ -63,7 +63,7 @@ const ctx = () => ({
 async function sendThrough(batches: SendBatches, to: string): Promise<{ id: string; handedOff: boolean }> {
   const result = await batches.send({ em: db() }, ctx(), { to, from: `me@${DOMAIN}`, subject: 'Hi', body: '<p>Hello</p>' });
   if (!('emails' in result)) throw new Error('the common path did not apply');
-  return { id: result.emails[0]!.email, handedOff: result.handedOff };
+  return { id: result.emails[0]!.email, handedOff: !result.wake };
 }
 
 describe('DeliveryHandoff', () => {
@@ -115,6 +115,36 @@ test('/v1/send hands its email to the engine claimed: written SENDING in its ins
   expect(await emailRow(id)).toEqual({ status: 'SENT', attempts: 1, lease_owner: null, leased: false, written_claimed: true });
   await new Promise((r) => setTimeout(r, 300));
   expect(received(to)).toHaveLength(1);
+});
+
+test('with an Idempotency-Key and several recipients too; a suppressed recipient fails, an email with attachments is claimed from the table', async () => {
+  const to = [0, 1, 2].map((i) => `keyed-${i}-${tag}@example.org`);
+  await query(db(), `insert into suppressions (project_id, email, reason) values (?, ?, 'hard_bounce')`, [project.id, to[2]]);
+  const send = (body: Record<string, unknown>, key: string) =>
+    s.env.http().post('/v1/send').set(bearer(project.secretKey)).set('Idempotency-Key', key).send({ from: `me@${DOMAIN}`, subject: 'Hi', body: '<p>Hello</p>', ...body });
+  const res = await send({ to }, `keyed-${tag}`);
+  expect(res.status).toBe(200);
+  const ids = (res.body.data.emails as { email: string }[]).map((e) => e.email);
+  await waitUntil(async () => (await Promise.all(ids.map(emailRow))).every((r) => r.status !== 'SENDING'));
+  const rows = await Promise.all(ids.map(emailRow));
+  expect(rows.map((r) => [r.status, r.attempts, r.written_claimed])).toEqual([
+    ['SENT', 1, true],
+    ['SENT', 1, true],
+    ['FAILED', 1, true],
+  ]);
+  expect((await queryOne<{ error: string }>(db(), 'select error from emails where id = ?', [ids[2]]))!.error).toBe('suppressed');
+  // The replay hands nothing over again.
+  expect((await send({ to }, `keyed-${tag}`)).body).toEqual(res.body);
+
+  const withFile = `attached-${tag}@example.org`;
+  const attached = await send({ to: withFile, attachments: [{ filename: 'a.txt', content: Buffer.from('hi').toString('base64'), contentType: 'text/plain' }] }, `attached-${tag}`);
+  expect(attached.status).toBe(200);
+  const attachedId = attached.body.data.emails[0].email as string;
+  await waitUntil(async () => (await emailRow(attachedId)).status === 'SENT');
+  expect(await emailRow(attachedId)).toMatchObject({ attempts: 1, written_claimed: false });
+  await new Promise((r) => setTimeout(r, 300));
+  for (const address of [to[0]!, to[1]!, withFile]) expect(received(address)).toHaveLength(1);
+  expect(received(to[2]!)).toHaveLength(0);
 });
 
 test('a claim no round can take any more goes back QUEUED, and an engine claims it from the table', async () => {
