@@ -15,9 +15,10 @@ import { MESSAGE_MAX_BYTES, type sendBody } from '../schemas/send';
 type Replayable = StoredResponse & { replayed: boolean };
 
 /**
- * POST /v1/send: one email row per recipient, then the delivery engine is woken (unless the answer
- * was replayed). Without an Idempotency-Key, one recipient goes the way without a transaction,
- * in statements shared with concurrent requests (SendBatches), when it can.
+ * POST /v1/send: one email row per recipient; after the commit the emails go to the delivery engine
+ * of this process in memory (DeliveryHandoff), or the engine is woken to claim them (neither when the
+ * answer was replayed). Without an Idempotency-Key, one recipient goes the way without a
+ * transaction, in statements shared with concurrent requests (SendBatches), when it can.
  */
 export async function sendTransactional(
   deps: Pick<AppDeps, 'config' | 'linkSecret' | 'wakeups' | 'sending'>,
@@ -44,7 +45,6 @@ export async function sendTransactional(
     if (one.wake) deps.wakeups.emails(ctx.queue);
     return { ...answer(one.emails), replayed: false };
   }
-  // Emails handed to this process's engine (DeliveryHandoff) need no wake-up.
   const handover = deps.sending.handover(ctx.queue);
   const result = await idempotent(scope.em, projectId, 'send', idempotencyKey, body, async (tx) =>
     answer(await queueSend(tx, ctx, body, one.planned, handover)),

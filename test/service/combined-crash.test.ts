@@ -1,0 +1,110 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import type { ProjectWithKeys } from '../../db/projects/projects';
+import { query } from '../../db/sql';
+import { type DnsServer, startDnsServer } from '../helpers/dns';
+import { bearer, startTestEnv, type TestEnv } from '../helpers/env';
+import { type Domain, waitUntil } from '../helpers/sending';
+import { freePorts, killService, type Service, startService, stopService, waitForHealthy } from '../helpers/service-process';
+import { type SmtpSink, startSmtpSink } from '../helpers/smtp';
+import { postJson } from '../helpers/split-service';
+
+/**
+ * `tidings start` with both roles in one process hands /v1/send's emails to its own delivery
+ * engine in memory, written claimed (db/messages/delivery-handoff.ts). Here that process is
+ * SIGKILLed while it holds them: its relay accepts connections and never greets, so every email
+ * it was handed is still in its memory or in flight, and none reached a relay. A new process (the
+ * relay now a real one) must deliver each of them once, when their lease runs out.
+ */
+const DOMAIN = 'combined-crash.test';
+const LEASE_SECONDS = 5;
+const tag = Date.now();
+const to = [0, 1, 2].map((i) => `combined-${i}-${tag}@example.org`);
+
+let dns: DnsServer;
+let smtp: SmtpSink;
+let silent: net.Server;
+let env: TestEnv;
+let project: ProjectWithKeys;
+let dataDir: string;
+const services: Service[] = [];
+
+/** `tidings start` (API and worker in one process) on the test run's PostgreSQL and Temporal server. */
+async function startCombined(smtpUrl: string): Promise<Service> {
+  const ports = await freePorts();
+  const service = startService(dataDir, ports, {
+    env: {
+      NODE_ENV: 'test',
+      PUBLIC_URL: `http://127.0.0.1:${ports.api}`,
+      DATABASE_URL: process.env.TEST_DATABASE_URL!,
+      TEMPORAL_ADDRESS: process.env.TEST_TEMPORAL_ADDRESS!,
+      TEMPORAL_TASK_QUEUE: env.taskQueue,
+      SMTP_URL: smtpUrl,
+      DNS_SERVERS: dns.address,
+      DOMAIN_CHECK_INTERVAL_SECONDS: '1',
+      DELIVERY_LEASE_SECONDS: String(LEASE_SECONDS),
+      DATABASE_POOL_MAX: '10',
+    },
+  });
+  services.push(service);
+  await waitForHealthy(service);
+  return service;
+}
+
+const emailRows = () =>
+  query<{ to_email: string; status: string; attempts: number; written_claimed: boolean }>(
+    env.orm.em.fork(),
+    `select to_email, status, attempts, coalesce(last_attempt_at = created_at, false) as written_claimed
+     from emails where project_id = ? and to_email = any(?) order by to_email`,
+    [project.id, to],
+  );
+
+beforeAll(async () => {
+  dns = await startDnsServer();
+  smtp = await startSmtpSink();
+  // A relay that takes the connection and never says a word: sends wait for its greeting.
+  silent = net.createServer(() => undefined);
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  env = await startTestEnv({ DNS_SERVERS: dns.address, SMTP_URL: smtp.url });
+  dataDir = mkdtempSync(path.join(os.tmpdir(), 'tidings-combined-'));
+  project = await env.project('combined crash');
+}, 60_000);
+
+afterAll(async () => {
+  for (const s of services) if (!s.hasExited()) await stopService(s, 20_000).catch(() => killService(s));
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  await env?.close();
+  await new Promise((resolve) => silent?.close(resolve));
+  await smtp?.close();
+  await dns?.close();
+});
+
+test('emails handed to the engine of a process SIGKILLed before it could send them are delivered once by the next', async () => {
+  const first = await startCombined(`smtp://127.0.0.1:${(silent.address() as net.AddressInfo).port}`);
+  const auth = bearer(project.secretKey);
+  const added = (await env.http().post('/domains').set(auth).send({ domain: DOMAIN })).body as Domain;
+  for (const record of added.records) dns.set(record.name, 'TXT', [record.value]);
+  // Verified by the verification workflow, which the process's worker runs.
+  await waitUntil(async () => {
+    const list = await env.http().get(`/domains/project/${project.id}`).set(auth);
+    return (list.body as Domain[]).some((d) => d.id === added.id && d.status === 'verified');
+  }, 30_000);
+
+  const url = `http://127.0.0.1:${first.ports.api}/v1/send`;
+  const answers = await Promise.all(
+    to.map((address) => postJson(url, { to: address, from: `hello@${DOMAIN}`, subject: 'Once', body: '<p>Once</p>' }, { headers: { authorization: auth.Authorization } })),
+  );
+  expect(answers.map((a) => a.status)).toEqual([200, 200, 200]);
+  // Written claimed, handed over, and stuck at the silent relay.
+  expect(await emailRows()).toEqual(to.map((address) => ({ to_email: address, status: 'SENDING', attempts: 1, written_claimed: true })));
+  await killService(first);
+
+  await startCombined(smtp.url);
+  await waitUntil(async () => (await emailRows()).every((r) => r.status === 'SENT'), (LEASE_SECONDS + 30) * 1000);
+  // Claimed again when the lease ran out: a second attempt.
+  expect((await emailRows()).map((r) => [r.status, r.attempts])).toEqual(to.map(() => ['SENT', 2]));
+  await new Promise((r) => setTimeout(r, 500));
+  for (const address of to) expect(smtp.messages.filter((m) => m.envelope.to.includes(address))).toHaveLength(1);
+}, 150_000);
