@@ -52,7 +52,7 @@ export async function sendTransactional(
     handover.cancel();
     throw err;
   });
-  if (!result.replayed && (await deps.sending.handOver(handover))) deps.wakeups.emails(ctx.queue);
+  if (!result.replayed && (await deps.sending.deliverCommitted(handover))) deps.wakeups.emails(ctx.queue);
   return result;
 }
 

@@ -259,7 +259,7 @@ export class SendBatches {
       return { planned };
     }
     handover.wrote(prepared, written.suppressed);
-    return { emails: [{ contact: { id: contact.id, email }, email: prepared.id }], wake: await this.handOver(handover) };
+    return { emails: [{ contact: { id: contact.id, email }, email: prepared.id }], wake: await this.deliverCommitted(handover) };
   }
 
   /** For the emails of one write (queueSend), to the delivery engine of this process if it has room. */
@@ -272,7 +272,7 @@ export class SendBatches {
    * must wake an engine: for emails written QUEUED, and for those no round took any more, whose
    * claims go back first. Should that fail, their lease runs out and an engine claims them then.
    */
-  async handOver(handover: Handover): Promise<boolean> {
+  async deliverCommitted(handover: Handover): Promise<boolean> {
     const { givenBack, wake } = handover.deliver();
     if (givenBack.length) await releaseClaims(this.em, givenBack).catch(() => undefined);
     return wake;
