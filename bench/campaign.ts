@@ -7,7 +7,7 @@
  *
  * Set-up (bench/harness.ts, as bench/send.ts): a fresh database, an in-memory Temporal dev server,
  * the test DNS server and SMTP sink, the API and a worker in this process (default worker options,
- * default campaign tuning: batches of 5,000, 16 emails in flight), a project with a verified domain so
+ * default campaign tuning: batches of 5,000, 32 emails in flight), a project with a verified domain so
  * every email is DKIM-signed. N contacts are inserted set-based (not through the API).
  *
  * "raw" is a nodemailer pool (bench/baselines.ts rawPoolRate: mail/transport.ts createSmtpMailer,

@@ -11,6 +11,7 @@
  *
  *   npx tsx bench/workflows.ts [--shape send-delay-send|send-only] [--n 500] [--concurrency 16] [--time-scale 0.001]
  *                              [--histories 100] [--probe-starts 200] [--worker-options '{"maxConcurrentWorkflowTaskPolls":40}']
+ *                              [--warm-up 4000]
  *
  * It sets everything up on loopback itself and tears it down again (bench/harness.ts): a fresh,
  * migrated database (dropped at the end), an in-memory Temporal dev server, the test DNS server and
@@ -18,7 +19,8 @@
  * project, a verified domain (every email DKIM-signed), two templates and the workflow, all through
  * the HTTP API.
  *
- * First a warm-up: min(1,000, N/5) tracks before the workflow is enabled, and an ANALYZE. Then
+ * First a warm-up: --warm-up tracks (4,000, as bench/track.ts and bench/send.ts: enough for V8 to
+ * have optimized the request path) before the workflow is enabled, and an ANALYZE. Then
  * the same-run reference (bench/baselines.ts bareWorkflowRate): N executions of a bare
  * workflow with one no-op activity (bench/baseline-workflow.ts), started with the same concurrency
  * on a task queue of its own, served by a worker of its own (with the same --worker-options) in this
@@ -49,7 +51,7 @@ import type { JourneyInput } from '../temporal/workflows';
 import { workflowIds } from '../temporal/ids';
 import { ContactIdKey, ProjectIdKey, TidingsWorkflowIdKey } from '../temporal/search-attributes';
 import { bareWorkflowRate } from './baselines';
-import { BENCH_RATE_LIMIT, cpuSnapshot, headersOf, type Stack, startStack, Teardown, verifiedDomain, type Interruption, runBench, warmUp } from './harness';
+import { BENCH_RATE_LIMIT, cpuSnapshot, JIT_WARM_UP_REQUESTS, headersOf, type Stack, startStack, Teardown, verifiedDomain, type Interruption, runBench, warmUp } from './harness';
 import { closedLoop, environmentLine, goalLines, type JsonResponse, log, percentile, positiveInt, RequestTally } from './support';
 
 const DOMAIN = 'bench-workflows.test';
@@ -81,12 +83,13 @@ function options() {
       histories: { type: 'string', default: '100' },
       'probe-starts': { type: 'string', default: '200' },
       'worker-options': { type: 'string' },
+      'warm-up': { type: 'string', default: String(JIT_WARM_UP_REQUESTS) },
       help: { type: 'boolean', short: 'h' },
     },
   });
   if (values.help) {
     process.stdout.write(
-      'Usage: npx tsx bench/workflows.ts [--shape send-delay-send|send-only] [--n 500] [--concurrency 16] [--time-scale 0.001] [--histories 100] [--probe-starts 200] [--worker-options JSON]\n',
+      'Usage: npx tsx bench/workflows.ts [--shape send-delay-send|send-only] [--n 500] [--concurrency 16] [--time-scale 0.001] [--histories 100] [--probe-starts 200] [--worker-options JSON] [--warm-up 4000]\n',
     );
     process.exit(0);
   }
@@ -105,6 +108,7 @@ function options() {
     concurrency: positiveInt('concurrency', values.concurrency),
     timeScale,
     histories: positiveInt('histories', values.histories),
+    warmUp: positiveInt('warm-up', values['warm-up']),
   };
 }
 
@@ -285,7 +289,7 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
     (await expectStatus(client.request('POST', '/templates', { name, ...t, from: `hello@${DOMAIN}`, fromName: 'Bench' }), 201, `template ${name}`)).id;
   const templateIds = { welcome: await template('welcome', TEMPLATES.welcome), followUp: await template('follow-up', TEMPLATES.followUp) };
   // The warm-up (bench/harness.ts warmUp) runs before the workflow exists, so it triggers nothing.
-  await warmUp(stack, stop, { n: opts.n, concurrency: opts.concurrency, tables: 'contacts, events', what: 'tracks' }, (i) =>
+  await warmUp(stack, stop, { n: opts.n, count: opts.warmUp, concurrency: opts.concurrency, tables: 'contacts, events', what: 'tracks' }, (i) =>
     client.request('POST', '/v1/track', { email: `warmup${i}@bench.example.org`, event: EVENT, data: { plan: 'free' } }),
   );
   const workflowId = await buildJourney(client, opts.shape, templateIds);
