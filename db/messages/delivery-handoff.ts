@@ -33,7 +33,8 @@ export interface Reservation {
  * (docs/performance.md, twelfth session). When `tidings start` runs the API and the worker in one
  * process and a round of the queue's engine is taking work here, `/v1/send` writes its emails as
  * SENDING, leased to the engine (attempts 1), and puts them in this buffer (Handover, below); a
- * lane of the round takes each from memory. Otherwise an email is written QUEUED and an engine
+ * lane of the round takes each from memory. A journey's SEND_EMAIL step, which runs in a worker,
+ * does the same with its email (fourteenth session). Otherwise an email is written QUEUED and an engine
  * claims it from the table: one UPDATE through every index of `emails` and a share of a claim
  * statement per email, which the hand-off saves.
  *
@@ -113,7 +114,9 @@ export class DeliveryHandoff {
 /**
  * The emails of one write that go to the engine of this process if they can: each is reserved a
  * place before the write (and then written claimed), recorded as written in the transaction, and
- * handed over after the commit. The write of /v1/send's every path (SendBatches, queueSend).
+ * handed over after the commit. The write of /v1/send's every path (SendBatches, queueSend) and
+ * of a journey's SEND_EMAIL step (queueJourneyEmail, in the worker, whose engine takes them in any
+ * deployment).
  */
 export class Handover {
   private readonly reservations = new Map<string, Reservation>();

@@ -6,6 +6,8 @@ import type { JsonValue } from '../../db/entities/contact';
 import { recordSubscriptionChange } from '../../db/events/events';
 import { finishExecution, recordStepFinished, recordStepStarted, recordStepTransition, type StepSuccessor, stepTransition } from '../../db/journeys/executions';
 import type { Orm } from '../../db/orm';
+import { type DeliveryHandoff, Handover } from '../../db/messages/delivery-handoff';
+import { notifyQueued, releaseClaims } from '../../db/messages/delivery-queue';
 import { planEmails, prepareEmail, writeEmails } from '../../db/messages/prepare';
 import { linkSigningSecret } from '../../db/projects/secrets';
 import { transaction } from '../../db/sql';
@@ -14,7 +16,7 @@ import type { StepConfigs } from '../../db/journeys/steps';
 import { permanent } from '../failures';
 import { sendEmailOutput } from './steps/types';
 
-export function createJourneyActivities({ orm, config }: { orm: Orm; config: Config }) {
+export function createJourneyActivities({ orm, config, handoff }: { orm: Orm; config: Config; handoff?: DeliveryHandoff }) {
   let linkSecret: Promise<string> | undefined;
   const secret = () => (linkSecret ??= linkSigningSecret(orm.em.fork(), config.jwtSecret));
 
@@ -31,6 +33,11 @@ export function createJourneyActivities({ orm, config }: { orm: Orm; config: Con
      * step completes as skipped: nothing is delivered, and nothing retries. With `successor`, the
      * step's end and what follows are recorded too, in the email's transaction; a retry after the
      * commit finds the row and the transition already there and changes nothing.
+     *
+     * When a round of that engine is taking work in this process, the email is written claimed and
+     * handed to it in memory, as /v1/send's are (db/messages/delivery-handoff.ts): no claim of the
+     * row from the table, no NOTIFY. Not under a monthly cap: a row the cap turns FAILED must not
+     * read as attempted.
      */
     async queueJourneyEmail(input: {
       executionId: string;
@@ -90,14 +97,27 @@ export function createJourneyActivities({ orm, config }: { orm: Orm; config: Con
         toEmail: input.recipient.type === 'CUSTOM' ? input.recipient.customEmail : contact.email,
         sourceKey: `journey:${input.executionId}:${input.seq}`,
       });
+      const handover = new Handover(handoff, config.temporal.taskQueue);
+      if (!plan.checkCap) handover.reserve(email);
       // Over the cap the row is written FAILED; an earlier attempt's row keeps its answer.
-      return transaction(em, async (tx) => {
-        const [written] = await writeEmails(tx, [email], 'fail');
+      const queued = await transaction(em, async (tx) => {
+        const [written] = await writeEmails(tx, [email], 'fail', email.leaseSeconds ? 'caller' : 'at-commit');
+        // A retry's email was not written: the row found is the first attempt's, already on its way.
+        if (written!.created) handover.wrote(email, written!.suppressed);
         const queued = written!.overLimit ? { skipped: OVER_LIMIT_ERROR } : { emailId: written!.id };
         const transition = transitionAfter(queued);
         if (transition) await stepTransition(tx, transition);
         return queued;
+      }).catch((err: unknown) => {
+        handover.cancel();
+        throw err;
       });
+      // A claim no round took any more goes back for any engine. Should that fail, its lease runs
+      // out and an engine claims it then; the step is done either way.
+      const { givenBack, wake } = handover.deliver();
+      if (givenBack.length) await releaseClaims(em, givenBack).catch(() => undefined);
+      if (wake && email.leaseSeconds) await notifyQueued(em, config.temporal.taskQueue).catch(() => undefined);
+      return queued;
     },
 
     async updateJourneyContact(input: {

@@ -4,6 +4,7 @@ import { SendBatches } from '../../db/messages/send';
 import type { ProjectWithKeys } from '../../db/projects/projects';
 import { query, queryOne } from '../../db/sql';
 import { bearer } from '../helpers/env';
+import { buildJourney, track } from '../helpers/journeys';
 import { startSendingEnv, type SendingEnv, waitUntil } from '../helpers/sending';
 
 /**
@@ -13,7 +14,8 @@ import { startSendingEnv, type SendingEnv, waitUntil } from '../helpers/sending'
  * QUEUED for an engine to claim from the table. What must hold: such an email is sent once, by the
  * round it was handed to; a claim no round can take any more is given back (QUEUED) and claimed
  * from the table; and an email handed to a process that dies is claimed again when its lease runs
- * out, so a 200 still survives the process.
+ * out, so a 200 still survives the process. A journey's SEND_EMAIL step hands its email over the
+ * same way, from the worker.
  */
 const DOMAIN = 'handoff.test';
 const LEASE_SECONDS = 5;
@@ -145,6 +147,21 @@ test('with an Idempotency-Key and several recipients too; a suppressed recipient
   await new Promise((r) => setTimeout(r, 300));
   for (const address of [to[0]!, to[1]!, withFile]) expect(received(address)).toHaveLength(1);
   expect(received(to[2]!)).toHaveLength(0);
+});
+
+test('a journey’s SEND_EMAIL step hands its email to the engine claimed too: sent once, with one attempt', async () => {
+  const auth = bearer(project.secretKey);
+  const template = await s.env.http().post('/templates').set(auth).send({ name: `handoff ${tag}`, subject: 'Welcome', body: '<p>Hi</p>', from: `hello@${DOMAIN}` });
+  expect(template.status).toBe(201);
+  const event = `handoff-${tag}`;
+  await buildJourney(s.env, project, { eventName: event, steps: [{ key: 'send', type: 'SEND_EMAIL', config: { templateId: template.body.id } }], transitions: [['trigger', 'send']] });
+  const to = `journey-${tag}@example.org`;
+  await track(s.env, project, to, event);
+  const sentRow = () => queryOne<{ id: string }>(db(), `select id from emails where project_id = ? and to_email = ? and status = 'SENT'`, [project.id, to]);
+  await waitUntil(async () => (await sentRow()) !== undefined);
+  expect(await emailRow((await sentRow())!.id)).toEqual({ status: 'SENT', attempts: 1, lease_owner: null, leased: false, written_claimed: true });
+  await new Promise((r) => setTimeout(r, 300));
+  expect(received(to)).toHaveLength(1);
 });
 
 test('a claim no round can take any more goes back QUEUED, and an engine claims it from the table', async () => {
