@@ -11,7 +11,7 @@
  *  - in this process, wired as cli/start.ts wires them: the API (createApp) on a free port with
  *    RATE_LIMIT_PER_MINUTE raised, and a Temporal worker with the orm, resolver and mailer
  *    (temporal/worker.ts startWorker, default options; `workerOptions` adds Worker options, for
- *    experiments only); or, with `service: 'process'`, both as `tidings start` in a child process;
+ *    experiments only); or, with `service: 'process'`, both as `tidings start` (the build) in a child process;
  *  - a project, a keep-alive JSON client with its secret key, and (verifiedDomain) a domain whose
  *    DKIM/SPF/DMARC records are published in the DNS server and verified, so every email is signed.
  *
@@ -208,7 +208,7 @@ export async function startStack(opts: {
   if (opts.service === 'process') {
     if (opts.workerOptions) throw new Error('workerOptions apply to the in-process worker only');
     servicePid = await serviceProcess(teardown, serviceEnv);
-    log(`service (tidings start: API + worker) as process ${servicePid} on 127.0.0.1:${port}, sink at ${sink.url}`);
+    log(`service (tidings start: API + worker, ${SERVICE_CODE()}) as process ${servicePid} on 127.0.0.1:${port}, sink at ${sink.url}`);
   } else {
     const mailer = mailerFromConfig(config, log);
     teardown.add(async () => mailer.close());
@@ -236,19 +236,31 @@ export async function startStack(opts: {
   return { db, temporal, dnsServer, sink, config, settings, orm, worker, gateway, servicePid, port, project, client, logLevel, postmasterPid };
 }
 
+/** Which code a `--service process` bench runs, for its report (serviceProcess). */
+export const SERVICE_CODE = () => (process.env.BENCH_SERVICE_FROM_SOURCE === '1' ? 'the source through tsx' : 'the build, dist/cli/main.js');
+
 /** The --service option of a bench. */
 export function serviceMode(value: string | undefined): 'in-process' | 'process' {
   if (value === undefined || value === 'in-process' || value === 'process') return value ?? 'in-process';
   throw new Error(`--service must be in-process or process, not ${value}`);
 }
 
-/** `tidings start` with `env` as a child process, healthy; stopped by `teardown`. Returns its pid. */
+/**
+ * `tidings start` with `env` as a child process, healthy; stopped by `teardown`. Returns its pid.
+ * It runs the build, as `npm start` does (built here first); BENCH_SERVICE_FROM_SOURCE=1 runs the
+ * source through tsx's loader instead, as the benches did until the fourteenth session.
+ */
 async function serviceProcess(teardown: Teardown, env: Record<string, string>): Promise<number> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'tidings-bench-'));
   teardown.add(async () => rmSync(dataDir, { recursive: true, force: true }));
   // BENCH_SERVICE_NODE_ARGS: e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile the service alone.
   const nodeArgs = process.env.BENCH_SERVICE_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
-  const service = startService(dataDir, { ...(await freePorts()), api: Number(env.PORT) }, { env, nodeArgs });
+  const compiled = process.env.BENCH_SERVICE_FROM_SOURCE !== '1';
+  if (compiled) {
+    log('building the service (npm run build)');
+    execFileSync('npm', ['run', '--silent', 'build'], { cwd: path.resolve(__dirname, '..'), stdio: 'inherit' });
+  }
+  const service = startService(dataDir, { ...(await freePorts()), api: Number(env.PORT) }, { env, nodeArgs, compiled });
   teardown.add(() => stopService(service, 30_000).catch(() => killService(service)));
   await waitForHealthy(service);
   return service.child.pid!;

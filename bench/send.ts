@@ -32,8 +32,9 @@
  * is the email id), signed for the domain, and end SENT in the emails table.
  *
  * With `--service in-process` (the default) the load generator, API, worker and sink share one
- * Node process; with `--service process` the service runs as `npm start` runs it (`tidings start`,
- * API + worker in one process of its own) and this process keeps the load generator and the sink,
+ * Node process; with `--service process` the service runs as `npm start` runs it (the build,
+ * `tidings start`: API + worker in one process of its own; BENCH_SERVICE_FROM_SOURCE=1 runs the
+ * source through tsx instead) and this process keeps the load generator and the sink,
  * so CPU per email is the service's alone. Either way all of it shares the machine with
  * PostgreSQL and Temporal. BENCH_SERVICE_NODE_ARGS="--cpu-prof --cpu-prof-dir=DIR" profiles the
  * service process.
@@ -43,7 +44,7 @@ import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import type { SmtpMessage } from '../test/helpers/smtp';
 import { rawPoolRate, type RawFigures, type RawMessageSpec } from './baselines';
-import { BENCH_RATE_LIMIT, JIT_WARM_UP_REQUESTS, cpuSecondsOf, cpuSnapshot, headersOf, mainThreadOf, serviceMode, type Stack, startStack, Teardown, verifiedDomain, type Interruption, runBench, warmUp } from './harness';
+import { BENCH_RATE_LIMIT, JIT_WARM_UP_REQUESTS, cpuSecondsOf, cpuSnapshot, headersOf, mainThreadOf, SERVICE_CODE, serviceMode, type Stack, startStack, Teardown, verifiedDomain, type Interruption, runBench, warmUp } from './harness';
 import { closedLoop, environmentLine, goalLines, log, percentile, positiveInt, RequestTally } from './support';
 
 const LOG_LEVEL = 'warn';
@@ -307,7 +308,7 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
     `  load average  ${loadBefore.toFixed(1)} before, ${loadAfter.toFixed(1)} after the load (1-minute; other work on the machine skews the figures)`,
     ...(stack.servicePid
       ? [
-          `  setup         the service is one process of its own (tidings start: API + worker, NODE_ENV=production, LOG_LEVEL=${LOG_LEVEL}); this process runs the load generator, the DNS server and the SMTP sink;`,
+          `  setup         the service is one process of its own (tidings start: API + worker, ${SERVICE_CODE()}, NODE_ENV=production, LOG_LEVEL=${LOG_LEVEL}); this process runs the load generator, the DNS server and the SMTP sink;`,
           `                PostgreSQL and the Temporal dev server (in-memory, headless) are separate processes on the same machine`,
         ]
       : [

@@ -20,6 +20,7 @@ export const ROOT = path.resolve(__dirname, '../..');
  * (busy loading a module under load), SIGKILLs it and exits 143, which no service can survive.
  */
 const CLI = ['--import', 'tsx', 'cli/main.ts'];
+const COMPILED_CLI = ['dist/cli/main.js'];
 const execFileAsync = promisify(execFile);
 export const HEALTH_TIMEOUT_MS = 90_000;
 
@@ -86,6 +87,12 @@ export interface ServiceOptions {
   env?: Record<string, string>;
   /** Options for node itself, before the script (a bench's `--cpu-prof`: NODE_OPTIONS refuses it). */
   nodeArgs?: string[];
+  /**
+   * Run the build (`dist/cli/main.js`, what `npm start` runs; the caller builds it first) instead of
+   * the source through tsx's loader. The benches measure this: tsx's output wraps every function it
+   * creates in a helper that names it, a cost per closure that the build does not have.
+   */
+  compiled?: boolean;
 }
 
 export function startService(dataDir: string, ports: Ports, opts: ServiceOptions = {}): Service {
@@ -99,7 +106,7 @@ export function startService(dataDir: string, ports: Ports, opts: ServiceOptions
     ...opts.env,
   });
   // Own process group, so that a failed test can still take down whatever is left (afterAll).
-  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), ...CLI, 'start', ...(opts.roles ?? [])], {
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), ...(opts.compiled ? COMPILED_CLI : CLI), 'start', ...(opts.roles ?? [])], {
     cwd: ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
