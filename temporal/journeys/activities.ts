@@ -114,9 +114,11 @@ export function createJourneyActivities({ orm, config, handoff }: { orm: Orm; co
       });
       // A claim no round took any more goes back for any engine. Should that fail, its lease runs
       // out and an engine claims it then; the step is done either way.
-      const { givenBack, wake } = handover.deliver();
-      if (givenBack.length) await releaseClaims(em, givenBack).catch(() => undefined);
-      if (wake && email.leaseSeconds) await notifyQueued(em, config.temporal.taskQueue).catch(() => undefined);
+      const { givenBack } = handover.deliver();
+      if (givenBack.length) {
+        await releaseClaims(em, givenBack).catch(() => undefined);
+        await notifyQueued(em, config.temporal.taskQueue).catch(() => undefined);
+      }
       return queued;
     },
 
