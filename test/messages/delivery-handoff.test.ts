@@ -4,6 +4,7 @@ import { SendBatches } from '../../db/messages/send';
 import type { ProjectWithKeys } from '../../db/projects/projects';
 import { query, queryOne } from '../../db/sql';
 import { bearer } from '../helpers/env';
+import { createJourneyActivities } from '../../temporal/journeys/activities';
 import { buildJourney, track } from '../helpers/journeys';
 import { startSendingEnv, type SendingEnv, waitUntil } from '../helpers/sending';
 
@@ -183,6 +184,37 @@ test('a claim no round can take any more goes back QUEUED, and an engine claims 
   expect(Date.now() - started).toBeLessThan(LEASE_SECONDS * 1000);
   // Given back, the attempt the write counted was taken back: claimed again after its lease ran out instead, it would count two.
   expect(await emailRow(sent.id)).toMatchObject({ attempts: 1, written_claimed: false });
+  expect(received(to)).toHaveLength(1);
+});
+
+test('a journey email whose round closed during its write goes back QUEUED, and an engine claims it from the table', async () => {
+  const auth = bearer(project.secretKey);
+  const template = await s.env.http().post('/templates').set(auth).send({ name: `given back ${tag}`, subject: 'Hi', body: '<p>Hi</p>', from: `hello@${DOMAIN}` });
+  expect(template.status).toBe(201);
+  const to = `journey-given-back-${tag}@example.org`;
+  const { contact } = await track(s.env, project, to, `nothing-listens-${tag}`);
+  const handoff = new DeliveryHandoff(LEASE_SECONDS);
+  const close = handoff.open(s.env.taskQueue, 4, () => undefined);
+  const reserve = handoff.reserve.bind(handoff);
+  handoff.reserve = (queue) => {
+    const reservation = reserve(queue);
+    close();
+    return reservation;
+  };
+  const { queueJourneyEmail } = createJourneyActivities({ orm: s.env.orm, config: s.env.deps.config, handoff });
+  const queued = await queueJourneyEmail({
+    executionId: `given-back-${tag}`,
+    seq: 1,
+    projectId: project.id,
+    contactId: contact,
+    templateId: template.body.id,
+    recipient: { type: 'CONTACT' },
+    context: {},
+  });
+  const started = Date.now();
+  await waitUntil(async () => (await emailRow(queued.emailId!)).status === 'SENT');
+  expect(Date.now() - started).toBeLessThan(LEASE_SECONDS * 1000);
+  expect(await emailRow(queued.emailId!)).toMatchObject({ attempts: 1, written_claimed: false });
   expect(received(to)).toHaveLength(1);
 });
 
