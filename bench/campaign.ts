@@ -209,7 +209,7 @@ async function main(teardown: Teardown, signals: Interruption): Promise<void> {
     `  environment   ${environmentLine(stack.db.serverVersion)}`,
     `  load average  ${loadBefore.toFixed(1)} before, ${loadAfter.toFixed(1)} after (1-minute; other work on the machine skews the figures)`,
     stack.servicePid
-      ? `  setup         the service is one process of its own (tidings start: API + worker, ${SERVICE_CODE()}, NODE_ENV=production); this process runs the DNS server and the SMTP sink;`
+      ? `  setup         the service is one process of its own (tidings start: API + worker, ${SERVICE_CODE}, NODE_ENV=production); this process runs the DNS server and the SMTP sink;`
       : `  setup         one Node process runs the API, the Temporal worker (default options), the DNS server and the SMTP sink;`,
     `                PostgreSQL and the Temporal dev server (in-memory, headless) are separate processes on the same machine`,
     `  campaign      batches of ${stack.config.campaignBatchSize}, ${inFlight} emails in flight, SEND_THROTTLE_PER_SECOND=${opts.throttle} (consulted, not limiting)`,

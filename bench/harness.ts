@@ -208,7 +208,7 @@ export async function startStack(opts: {
   if (opts.service === 'process') {
     if (opts.workerOptions) throw new Error('workerOptions apply to the in-process worker only');
     servicePid = await serviceProcess(teardown, serviceEnv);
-    log(`service (tidings start: API + worker, ${SERVICE_CODE()}) as process ${servicePid} on 127.0.0.1:${port}, sink at ${sink.url}`);
+    log(`service (tidings start: API + worker, ${SERVICE_CODE}) as process ${servicePid} on 127.0.0.1:${port}, sink at ${sink.url}`);
   } else {
     const mailer = mailerFromConfig(config, log);
     teardown.add(async () => mailer.close());
@@ -236,8 +236,10 @@ export async function startStack(opts: {
   return { db, temporal, dnsServer, sink, config, settings, orm, worker, gateway, servicePid, port, project, client, logLevel, postmasterPid };
 }
 
-/** Which code a `--service process` bench runs, for its report (serviceProcess). */
-export const SERVICE_CODE = () => (process.env.BENCH_SERVICE_FROM_SOURCE === '1' ? 'the source through tsx' : 'the build, dist/cli/main.js');
+/** BENCH_SERVICE_FROM_SOURCE=1: a `--service process` bench runs the source through tsx, not the build (serviceProcess). */
+const SERVICE_FROM_SOURCE = process.env.BENCH_SERVICE_FROM_SOURCE === '1';
+/** Which code a `--service process` bench runs, for its report. */
+export const SERVICE_CODE = SERVICE_FROM_SOURCE ? 'the source through tsx' : 'the build, dist/cli/main.js';
 
 /** The --service option of a bench. */
 export function serviceMode(value: string | undefined): 'in-process' | 'process' {
@@ -255,7 +257,7 @@ async function serviceProcess(teardown: Teardown, env: Record<string, string>): 
   teardown.add(async () => rmSync(dataDir, { recursive: true, force: true }));
   // BENCH_SERVICE_NODE_ARGS: e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile the service alone.
   const nodeArgs = process.env.BENCH_SERVICE_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
-  const compiled = process.env.BENCH_SERVICE_FROM_SOURCE !== '1';
+  const compiled = !SERVICE_FROM_SOURCE;
   if (compiled) {
     log('building the service (npm run build)');
     execFileSync('npm', ['run', '--silent', 'build'], { cwd: path.resolve(__dirname, '..'), stdio: 'inherit' });

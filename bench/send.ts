@@ -308,7 +308,7 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
     `  load average  ${loadBefore.toFixed(1)} before, ${loadAfter.toFixed(1)} after the load (1-minute; other work on the machine skews the figures)`,
     ...(stack.servicePid
       ? [
-          `  setup         the service is one process of its own (tidings start: API + worker, ${SERVICE_CODE()}, NODE_ENV=production, LOG_LEVEL=${LOG_LEVEL}); this process runs the load generator, the DNS server and the SMTP sink;`,
+          `  setup         the service is one process of its own (tidings start: API + worker, ${SERVICE_CODE}, NODE_ENV=production, LOG_LEVEL=${LOG_LEVEL}); this process runs the load generator, the DNS server and the SMTP sink;`,
           `                PostgreSQL and the Temporal dev server (in-memory, headless) are separate processes on the same machine`,
         ]
       : [

@@ -98,7 +98,7 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
     `  environment   ${environmentLine(stack.db.serverVersion)}`,
     `  load average  ${loadBefore.toFixed(1)} before, ${loadAfter.toFixed(1)} after (1-minute; other work on the machine skews the figures)`,
     stack.servicePid
-      ? `  setup         the service is one process of its own (tidings start: API + worker, ${SERVICE_CODE()}, NODE_ENV=production, LOG_LEVEL=${stack.logLevel}); this process is the load generator;`
+      ? `  setup         the service is one process of its own (tidings start: API + worker, ${SERVICE_CODE}, NODE_ENV=production, LOG_LEVEL=${stack.logLevel}); this process is the load generator;`
       : `  setup         one Node process runs the load generator, the API (createApp, LOG_LEVEL=${stack.logLevel}) and the Temporal worker;`,
     `                PostgreSQL and the Temporal dev server (in-memory, headless) are separate processes on the same machine`,
     `  rate limit    RATE_LIMIT_PER_MINUTE raised to ${BENCH_RATE_LIMIT} (default 1000): the limiter still counts every request but never throttles`,

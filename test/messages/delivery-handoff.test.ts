@@ -69,6 +69,25 @@ async function sendThrough(batches: SendBatches, to: string): Promise<{ id: stri
   return { id: result.emails[0]!.email, handedOff: !result.wake };
 }
 
+/** A hand-off whose one round of the test's queue closes while an email is being written (after its place was reserved). */
+function roundClosingDuringWrite(): DeliveryHandoff {
+  const handoff = new DeliveryHandoff(LEASE_SECONDS);
+  const close = handoff.open(s.env.taskQueue, 4, () => undefined);
+  const reserve = handoff.reserve.bind(handoff);
+  handoff.reserve = (queue) => {
+    const reservation = reserve(queue);
+    close();
+    return reservation;
+  };
+  return handoff;
+}
+
+async function createTemplate(name: string): Promise<string> {
+  const res = await s.env.http().post('/templates').set(bearer(project.secretKey)).send({ name, subject: 'Hi', body: '<p>Hi</p>', from: `hello@${DOMAIN}` });
+  expect(res.status).toBe(201);
+  return res.body.id as string;
+}
+
 describe('DeliveryHandoff', () => {
   const email = (id: string) => ({ email: { id } }) as EmailForDelivery;
 
@@ -151,11 +170,9 @@ test('with an Idempotency-Key and several recipients too; a suppressed recipient
 });
 
 test('a journey’s SEND_EMAIL step hands its email to the engine claimed too: sent once, with one attempt', async () => {
-  const auth = bearer(project.secretKey);
-  const template = await s.env.http().post('/templates').set(auth).send({ name: `handoff ${tag}`, subject: 'Welcome', body: '<p>Hi</p>', from: `hello@${DOMAIN}` });
-  expect(template.status).toBe(201);
+  const templateId = await createTemplate(`handoff ${tag}`);
   const event = `handoff-${tag}`;
-  await buildJourney(s.env, project, { eventName: event, steps: [{ key: 'send', type: 'SEND_EMAIL', config: { templateId: template.body.id } }], transitions: [['trigger', 'send']] });
+  await buildJourney(s.env, project, { eventName: event, steps: [{ key: 'send', type: 'SEND_EMAIL', config: { templateId } }], transitions: [['trigger', 'send']] });
   const to = `journey-${tag}@example.org`;
   await track(s.env, project, to, event);
   const sentRow = () => queryOne<{ id: string }>(db(), `select id from emails where project_id = ? and to_email = ? and status = 'SENT'`, [project.id, to]);
@@ -166,15 +183,7 @@ test('a journey’s SEND_EMAIL step hands its email to the engine claimed too: s
 });
 
 test('a claim no round can take any more goes back QUEUED, and an engine claims it from the table', async () => {
-  const handoff = new DeliveryHandoff(LEASE_SECONDS);
-  const close = handoff.open(s.env.taskQueue, 4, () => undefined);
-  // The round closes while the email is being written.
-  const reserve = handoff.reserve.bind(handoff);
-  handoff.reserve = (queue) => {
-    const reservation = reserve(queue);
-    close();
-    return reservation;
-  };
+  const handoff = roundClosingDuringWrite();
   const to = `given-back-${tag}@example.org`;
   const sent = await sendThrough(new SendBatches(s.env.orm, handoff), to);
   expect(sent.handedOff).toBe(false);
@@ -188,26 +197,17 @@ test('a claim no round can take any more goes back QUEUED, and an engine claims 
 });
 
 test('a journey email whose round closed during its write goes back QUEUED, and an engine claims it from the table', async () => {
-  const auth = bearer(project.secretKey);
-  const template = await s.env.http().post('/templates').set(auth).send({ name: `given back ${tag}`, subject: 'Hi', body: '<p>Hi</p>', from: `hello@${DOMAIN}` });
-  expect(template.status).toBe(201);
+  const templateId = await createTemplate(`given back ${tag}`);
   const to = `journey-given-back-${tag}@example.org`;
   const { contact } = await track(s.env, project, to, `nothing-listens-${tag}`);
-  const handoff = new DeliveryHandoff(LEASE_SECONDS);
-  const close = handoff.open(s.env.taskQueue, 4, () => undefined);
-  const reserve = handoff.reserve.bind(handoff);
-  handoff.reserve = (queue) => {
-    const reservation = reserve(queue);
-    close();
-    return reservation;
-  };
+  const handoff = roundClosingDuringWrite();
   const { queueJourneyEmail } = createJourneyActivities({ orm: s.env.orm, config: s.env.deps.config, handoff });
   const queued = await queueJourneyEmail({
     executionId: `given-back-${tag}`,
     seq: 1,
     projectId: project.id,
     contactId: contact,
-    templateId: template.body.id,
+    templateId,
     recipient: { type: 'CONTACT' },
     context: {},
   });
