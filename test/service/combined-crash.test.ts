@@ -67,7 +67,9 @@ beforeAll(async () => {
   // A relay that takes the connection and never says a word: sends wait for its greeting.
   silent = net.createServer(() => undefined);
   await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
-  env = await startTestEnv({ DNS_SERVERS: dns.address, SMTP_URL: smtp.url });
+  // This API starts the domain's verification workflow, and its interval is the re-check period: a first
+  // check that runs before the test publishes the records must not leave the domain pending for 5 minutes.
+  env = await startTestEnv({ DNS_SERVERS: dns.address, SMTP_URL: smtp.url, DOMAIN_CHECK_INTERVAL_SECONDS: '1' });
   dataDir = mkdtempSync(path.join(os.tmpdir(), 'tidings-combined-'));
   project = await env.project('combined crash');
 }, 60_000);

@@ -37,7 +37,9 @@ const db = () => env.orm.em.fork();
 beforeAll(async () => {
   dns = await startDnsServer();
   smtp = await startSmtpSink();
-  env = await startTestEnv({ DNS_SERVERS: dns.address, SMTP_URL: smtp.url });
+  // This API starts the domain's verification workflow, and its interval is the re-check period: a first
+  // check that runs before the test publishes the records must not leave the domain pending for 5 minutes.
+  env = await startTestEnv({ DNS_SERVERS: dns.address, SMTP_URL: smtp.url, DOMAIN_CHECK_INTERVAL_SECONDS: '1' });
   svc = await splitService(env.taskQueue, { smtpUrl: smtp.url, dnsAddress: dns.address });
   const started = Promise.all([svc.startWorker(), svc.startApi()]);
   try {
