@@ -1,5 +1,6 @@
-import { createHash, type KeyObject, sign } from 'node:crypto';
+import { createHash, type KeyObject } from 'node:crypto';
 import type { HeaderField, MessageParts } from './mime';
+import { rsaSha256 } from './rsa-signer';
 
 /**
  * DKIM signing (RFC 6376: rsa-sha256, relaxed/relaxed) of a message whose bytes are final:
@@ -71,9 +72,6 @@ function splitMessage(raw: Buffer): MessageParts {
   return { headers, body: end < 0 ? Buffer.alloc(0) : raw.subarray(end + 4) };
 }
 
-// Off the event loop: the RSA private-key operation is the bulk of a message's CPU.
-const rsaSha256 = (data: Buffer, key: KeyObject) =>
-  new Promise<Buffer>((resolve, reject) => sign('sha256', data, key, (err, sig) => (err ? reject(err) : resolve(sig))));
 
 /** RFC 6376 3.4.2: unfolded, whitespace runs as one space, none around the value. */
 const relaxedValue = (line: string) =>
