@@ -63,13 +63,14 @@ test('project create --owner <email>: the account owns it and sees it in its pro
   expect(mine.body).toEqual(expect.arrayContaining([expect.objectContaining({ id: printed.id, role: 'OWNER' })]));
   expect((await listContacts(printed.secretKey)).status).toBe(200);
 
-  const before = await env.orm.em.fork().getConnection().execute(`select count(*)::int as n from projects`);
-  const unknown = await cli(['project', 'create', 'nobody owns this', '--owner', 'nobody-here@example.com']);
+  // Named for this run: other test files create projects in the same database meanwhile.
+  const name = `nobody owns this ${Date.now()}`;
+  const unknown = await cli(['project', 'create', name, '--owner', 'nobody-here@example.com']);
   expect(unknown.code).toBe(1);
   expect(unknown.stdout).toBe('');
   expect(unknown.stderr).toContain('No account uses the email nobody-here@example.com; sign up first');
-  const after = await env.orm.em.fork().getConnection().execute(`select count(*)::int as n from projects`);
-  expect(after).toEqual(before);
+  const named = await env.orm.em.fork().getConnection().execute(`select count(*)::int as n from projects where name = ?`, [name]);
+  expect(named).toEqual([{ n: 0 }]);
 });
 
 test('project rotate-keys prints new keys; the old ones stop working at once', async () => {
