@@ -72,7 +72,6 @@ function splitMessage(raw: Buffer): MessageParts {
   return { headers, body: end < 0 ? Buffer.alloc(0) : raw.subarray(end + 4) };
 }
 
-
 /** RFC 6376 3.4.2: unfolded, whitespace runs as one space, none around the value. */
 const relaxedValue = (line: string) =>
   line
