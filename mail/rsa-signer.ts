@@ -38,15 +38,16 @@ interface Pending {
 class SignerThread {
   private worker: Worker | undefined;
   private readonly pending = new Map<number, Pending>();
-  /** The keys this thread holds, so that each crosses to it once. */
-  private known = new WeakSet<KeyObject>();
+  /** The keys this thread holds, by the number it knows each by: each crosses to it once. */
+  private keyIds = new WeakMap<KeyObject, number>();
   private nextId = 0;
 
-  sign(data: Buffer, key: KeyObject, keyId: number): Promise<Buffer> {
+  sign(data: Buffer, key: KeyObject): Promise<Buffer> {
     const worker = this.started();
     const id = this.nextId++;
-    const first = !this.known.has(key);
-    if (first) this.known.add(key);
+    let keyId = this.keyIds.get(key);
+    const first = keyId === undefined;
+    if (keyId === undefined) this.keyIds.set(key, (keyId = id));
     // Referenced while a signature is awaited, so that the process waits for it; idle, it does not keep the process alive.
     if (this.pending.size === 0) worker.ref();
     return new Promise<Buffer>((resolve, reject) => {
@@ -66,11 +67,11 @@ class SignerThread {
       if (m.signature) p.resolve(Buffer.from(m.signature.buffer, m.signature.byteOffset, m.signature.byteLength));
       else p.reject(new Error(m.error ?? 'DKIM signing failed'));
     });
-    // A thread that died takes its pending signatures with it; the next signature starts another.
+    // A thread that died takes its pending signatures and its keys with it; the next signature starts another.
     const lost = (err: Error) => {
       if (this.worker !== worker) return;
       this.worker = undefined;
-      this.known = new WeakSet();
+      this.keyIds = new WeakMap();
       for (const p of this.pending.values()) p.reject(err);
       this.pending.clear();
     };
@@ -82,15 +83,11 @@ class SignerThread {
 }
 
 const threads = Array.from({ length: THREADS }, () => new SignerThread());
-const keyIds = new WeakMap<KeyObject, number>();
-let nextKeyId = 0;
 let turn = 0;
 
 /** The RSA-SHA256 signature of `data` with `key`, made on a signing thread. */
 export function rsaSha256(data: Buffer, key: KeyObject): Promise<Buffer> {
-  let keyId = keyIds.get(key);
-  if (keyId === undefined) keyIds.set(key, (keyId = nextKeyId++));
   const thread = threads[turn]!;
   turn = (turn + 1) % threads.length;
-  return thread.sign(data, key, keyId);
+  return thread.sign(data, key);
 }

@@ -3,8 +3,8 @@ import type { EmailForDelivery } from '../../db/messages/emails';
 import { SendBatches } from '../../db/messages/send';
 import type { ProjectWithKeys } from '../../db/projects/projects';
 import { query, queryOne } from '../../db/sql';
-import { bearer } from '../helpers/env';
 import { createJourneyActivities } from '../../temporal/journeys/activities';
+import { bearer } from '../helpers/env';
 import { buildJourney, track } from '../helpers/journeys';
 import { startSendingEnv, type SendingEnv, waitUntil } from '../helpers/sending';
 
