@@ -31,11 +31,18 @@ export class Foreground {
   private windowStart = performance.eventLoopUtilization();
   private utilization = 0;
   private saturated = false;
+  /** Numbers the bursts: a request after a quiet gap starts the next one. */
+  private bursts = 0;
 
   /** Counts a request as in flight until the returned function is called (once is enough, more are ignored). */
   begin(): () => void {
+    const now = performance.now();
+    if (this.inFlight === 0 && now - this.lastActiveAt >= BURST_GAP_MS) {
+      this.bursts += 1;
+      this.saturated = false;
+    }
     this.inFlight += 1;
-    this.lastActiveAt = performance.now();
+    this.lastActiveAt = now;
     let ended = false;
     return () => {
       if (ended) return;
@@ -57,6 +64,11 @@ export class Foreground {
     return this.saturated;
   }
 
+  /** The burst under way, or the last one: a number that changes when a new burst begins. */
+  get burst(): number {
+    return this.bursts;
+  }
+
   /** Resolves once the API is not busy, after `maxWaitMs` at most (background work is delayed, never starved), or when `signal` aborts. */
   async quiet(maxWaitMs: number, signal?: AbortSignal): Promise<void> {
     const deadline = performance.now() + maxWaitMs;
@@ -72,5 +84,46 @@ export class Foreground {
       this.windowStart = performance.eventLoopUtilization();
     }
     return this.utilization;
+  }
+}
+
+/**
+ * Lets a burst of requests go first for at most `budgetMs` of it: `turn()` waits while the API is
+ * busy, until the burst has held this work back for the budget; from then on it runs alongside
+ * the burst until the burst ends, and the next burst gets a new budget. Bounded delay, never
+ * starved: work held back is only reordered, so it finishes about as soon as it would have,
+ * while the requests of the burst are answered sooner.
+ *
+ * Why, for the delivery engine: on 2 cores, a burst of 4,000 `/v1/send` was answered at 371/s
+ * with every email sent as it was accepted; with the engine's lanes waiting for the burst,
+ * 683/s, p99 76 → 47 ms, and the last email reached the relay no later (docs/performance.md).
+ */
+export class BurstYield {
+  /** The burst this work was last held back for, and since when. */
+  private held: { burst: number; since: number } | undefined;
+  /** One wait shared by every caller: dozens of lanes need not poll the loop each. */
+  private waiting: Promise<void> | undefined;
+
+  constructor(
+    private readonly foreground: Foreground,
+    private readonly budgetMs: number,
+  ) {}
+
+  /** Resolves at once unless a burst is under way whose budget is not spent; `signal` ends the wait early. */
+  async turn(signal?: AbortSignal): Promise<void> {
+    if (!this.foreground.busy()) return;
+    const now = performance.now();
+    if (this.held?.burst !== this.foreground.burst) this.held = { burst: this.foreground.burst, since: now };
+    const left = this.held.since + this.budgetMs - now;
+    if (left <= 0 || signal?.aborted) return;
+    this.waiting ??= this.foreground.quiet(left).finally(() => (this.waiting = undefined));
+    if (!signal) return this.waiting;
+    let onAbort!: () => void;
+    const aborted = new Promise<void>((resolve) => signal.addEventListener('abort', (onAbort = () => resolve()), { once: true }));
+    try {
+      await Promise.race([this.waiting, aborted]);
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+    }
   }
 }

@@ -13,10 +13,22 @@ interface Round {
 interface QueueState {
   /** The open rounds of this process. */
   rounds: Map<symbol, Round>;
-  buffer: EmailForDelivery[];
+  buffer: { email: EmailForDelivery; chars: number }[];
   /** Reserved and not yet delivered or cancelled: written, or being written, already claimed. */
   reserved: number;
+  /** The characters of subject and body of what waits in the buffer or is reserved. */
+  chars: number;
 }
+
+/**
+ * Characters of subject and body one queue's hand-off may hold in a process (32–64 MiB), however
+ * many emails its rounds would take: a round that lets a burst of requests go first takes
+ * thousands (temporal/delivery/activities.ts), and their bodies are in memory until sent.
+ */
+export const HANDOFF_MAX_CHARS = 32 * 1024 * 1024;
+
+/** What an email waiting in the hand-off holds in memory, most of it. */
+const charsOf = (subject: string, body: string) => subject.length + body.length;
 
 /** A place in a local round's buffer, reserved before the email is written (claimed) and filled after. */
 export interface Reservation {
@@ -47,7 +59,10 @@ export interface Reservation {
 export class DeliveryHandoff {
   private readonly queues = new Map<string, QueueState>();
 
-  constructor(private readonly leaseSeconds: number) {}
+  constructor(
+    private readonly leaseSeconds: number,
+    private readonly maxChars = HANDOFF_MAX_CHARS,
+  ) {}
 
   /**
    * A round of `queue` takes handed-off emails until the returned function is called: at most
@@ -61,18 +76,22 @@ export class DeliveryHandoff {
     state.rounds.set(round, { capacity, wake });
     return () => {
       if (!state.rounds.delete(round) || state.rounds.size > 0) return [];
-      return state.buffer.splice(0);
+      const rest = state.buffer.splice(0);
+      for (const waiting of rest) state.chars -= waiting.chars;
+      return rest.map((waiting) => waiting.email);
     };
   }
 
-  /** A place for one email of `queue`, if a round of it takes work here and has room. */
-  reserve(queue: string): Reservation | undefined {
+  /** A place for one email of `queue` (its subject and body), if a round of it takes work here and has room. */
+  reserve(queue: string, subject: string, body: string): Reservation | undefined {
     const state = this.queues.get(queue);
     if (!state || state.rounds.size === 0) return undefined;
     let capacity = 0;
     for (const round of state.rounds.values()) capacity += round.capacity;
-    if (state.buffer.length + state.reserved >= capacity) return undefined;
+    const chars = charsOf(subject, body);
+    if (state.buffer.length + state.reserved >= capacity || state.chars + chars > this.maxChars) return undefined;
     state.reserved += 1;
+    state.chars += chars;
     let settled = false;
     const settle = () => {
       if (settled) throw new Error('DeliveryHandoff: a reservation is settled once');
@@ -84,29 +103,39 @@ export class DeliveryHandoff {
       deliver: (email) => {
         settle();
         const round = state.rounds.values().next();
-        if (round.done) return false;
-        state.buffer.push(email);
+        if (round.done) {
+          state.chars -= chars;
+          return false;
+        }
+        state.buffer.push({ email, chars });
         // One lane takes it; the rounds of a process wait on one listener, so one wake-up reaches the idle lane of either.
         round.value.wake();
         return true;
       },
-      cancel: settle,
+      cancel: () => {
+        settle();
+        state.chars -= chars;
+      },
     };
   }
 
   /** The next handed-off email of `queue`, oldest first. */
   take(queue: string): EmailForDelivery | undefined {
-    return this.queues.get(queue)?.buffer.shift();
+    const state = this.queues.get(queue);
+    const next = state?.buffer.shift();
+    if (!next) return undefined;
+    state!.chars -= next.chars;
+    return next.email;
   }
 
   /** The ids waiting in the buffer: the rounds renew their leases with their own. */
   waiting(queue: string): string[] {
-    return this.queues.get(queue)?.buffer.map((e) => e.email.id) ?? [];
+    return this.queues.get(queue)?.buffer.map((waiting) => waiting.email.email.id) ?? [];
   }
 
   private state(queue: string): QueueState {
     let state = this.queues.get(queue);
-    if (!state) this.queues.set(queue, (state = { rounds: new Map(), buffer: [], reserved: 0 }));
+    if (!state) this.queues.set(queue, (state = { rounds: new Map(), buffer: [], reserved: 0, chars: 0 }));
     return state;
   }
 }
@@ -133,7 +162,7 @@ export class Handover {
   reserve(email: PreparedEmail): void {
     // The engine reads attachments with the row it claims; they are not in memory here.
     if (email.plan.attachmentSetId) return;
-    const reservation = this.handoff?.reserve(this.queue);
+    const reservation = this.handoff?.reserve(this.queue, email.subject, email.body);
     if (!reservation) return;
     email.leaseSeconds = reservation.leaseSeconds;
     this.reservations.set(email.id, reservation);

@@ -1,6 +1,7 @@
 import { setMaxListeners } from 'node:events';
 import { Context } from '@temporalio/activity';
 import type { Config } from '../../config';
+import { BurstYield, type Foreground } from '../../foreground';
 import { handoffKey, type DeliveryHandoff } from '../../db/messages/delivery-handoff';
 import { adoptUnassignedEmails, handOffForRetry, releaseClaims, renewLeases, type SentMark } from '../../db/messages/delivery-queue';
 import { EngineStatements } from '../../db/messages/engine-statements';
@@ -49,6 +50,11 @@ const IDLE_WAIT_MS = 1000;
 /** A handed-off email is passed to the workflow within about this long, even while a backlog drains. */
 const HANDOFF_AFTER_MS = 500;
 const EXPIRED_CHECK_MS = 1000;
+/**
+ * What a round takes handed off while it lets a burst go first (within HANDOFF_MAX_CHARS): the
+ * burst's emails wait in memory rather than in the table, from where each would cost a claim.
+ */
+const HANDOFF_WHILE_YIELDING = 10_000;
 
 export function createDeliveryEngineActivities({
   orm,
@@ -56,14 +62,18 @@ export function createDeliveryEngineActivities({
   config,
   listener,
   handoff,
+  foreground,
 }: {
   orm: Orm;
   mailer: Mailer;
   config: Config;
   listener: OutboxListener;
   handoff: DeliveryHandoff;
+  foreground?: Foreground;
 }) {
-  const { concurrency, leaseSeconds } = config.delivery;
+  const { concurrency, leaseSeconds, yieldSeconds } = config.delivery;
+  // With the API in this process, its bursts go first (foreground.ts); every round here shares the budget.
+  const yielding = foreground && yieldSeconds > 0 ? new BurstYield(foreground, yieldSeconds * 1000) : undefined;
   // A retry workflow may wait the longest backoff between attempts; its lease outlasts that.
   const handoffLeaseSeconds = config.sendRetryMaxIntervalSeconds + 120;
   // Every round in this process (one per engine it runs) claims and marks in shared statements.
@@ -176,6 +186,10 @@ export function createDeliveryEngineActivities({
         // Whether to claim from the table before waiting: not after a wake-up for handed-off emails only.
         let lookInTable = true;
         while (!roundOver()) {
+          if (yielding && !probing) {
+            await yielding.turn(ctx.cancellationSignal);
+            if (roundOver()) return;
+          }
           const claimed = queued.shift();
           const next = claimed ?? (probing ? undefined : handoff.take(input.queue));
           if (next) {
@@ -208,7 +222,8 @@ export function createDeliveryEngineActivities({
       ];
       const renew = setInterval(() => void renewLeases(em, holding(), leaseSeconds).catch(() => undefined), (leaseSeconds * 1000) / 3);
       // A probing round takes nothing handed off: while the relay may be down, the API writes QUEUED.
-      const closeHandoff = probing ? () => [] : handoff.open(input.queue, batchSize, () => listener.wakeOne(handedKey));
+      const capacity = yielding ? Math.max(batchSize, HANDOFF_WHILE_YIELDING) : batchSize;
+      const closeHandoff = probing ? () => [] : handoff.open(input.queue, capacity, () => listener.wakeOne(handedKey));
       try {
         if (probing) await claim();
         const lanes = probing ? Math.min(concurrency, queued.length) : concurrency;

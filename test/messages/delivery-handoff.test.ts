@@ -74,8 +74,8 @@ function roundClosingDuringWrite(): DeliveryHandoff {
   const handoff = new DeliveryHandoff(LEASE_SECONDS);
   const close = handoff.open(s.env.taskQueue, 4, () => undefined);
   const reserve = handoff.reserve.bind(handoff);
-  handoff.reserve = (queue) => {
-    const reservation = reserve(queue);
+  handoff.reserve = (queue, subject, body) => {
+    const reservation = reserve(queue, subject, body);
     close();
     return reservation;
   };
@@ -90,18 +90,20 @@ async function createTemplate(name: string): Promise<string> {
 
 describe('DeliveryHandoff', () => {
   const email = (id: string) => ({ email: { id } }) as EmailForDelivery;
+  /** A place for an email of 10 characters of subject and body. */
+  const place = (handoff: DeliveryHandoff, queue = 'q') => handoff.reserve(queue, 'Hi', 'Hi there');
 
   test('takes emails only while a round is open, up to the rounds’ capacity', () => {
     const handoff = new DeliveryHandoff(60);
-    expect(handoff.reserve('q')).toBeUndefined();
+    expect(place(handoff)).toBeUndefined();
     const wakes: string[] = [];
     const closeA = handoff.open('q', 2, () => wakes.push('a'));
     const closeB = handoff.open('q', 1, () => wakes.push('b'));
-    const [r1, r2, r3] = [handoff.reserve('q')!, handoff.reserve('q')!, handoff.reserve('q')!];
+    const [r1, r2, r3] = [place(handoff)!, place(handoff)!, place(handoff)!];
     expect(r1.leaseSeconds).toBe(60);
     // Reserved places count: 3 of 3.
-    expect(handoff.reserve('q')).toBeUndefined();
-    expect(handoff.reserve('other')).toBeUndefined();
+    expect(place(handoff)).toBeUndefined();
+    expect(place(handoff, 'other')).toBeUndefined();
     r3.cancel();
     expect(() => r3.cancel()).toThrow(/settled once/);
     expect(r1.deliver(email('e1'))).toBe(true);
@@ -109,7 +111,7 @@ describe('DeliveryHandoff', () => {
     expect(wakes).toEqual(['a', 'a']);
     expect(handoff.waiting('q')).toEqual(['e1', 'e2']);
     // The buffer counts too.
-    expect(handoff.reserve('q')).toBeDefined();
+    expect(place(handoff)).toBeDefined();
     expect(handoff.take('q')?.email.id).toBe('e1');
     // Closing a round while another is open leaves the buffer to it; the last one takes the rest.
     expect(closeA()).toEqual([]);
@@ -120,10 +122,33 @@ describe('DeliveryHandoff', () => {
   test('a reservation whose rounds all closed before the write is not delivered', () => {
     const handoff = new DeliveryHandoff(60);
     const close = handoff.open('q', 4, () => undefined);
-    const reservation = handoff.reserve('q')!;
+    const reservation = place(handoff)!;
     close();
     expect(reservation.deliver(email('late'))).toBe(false);
     expect(handoff.waiting('q')).toEqual([]);
+  });
+
+  test('holds at most its characters of subjects and bodies, whatever the rounds would take', () => {
+    const handoff = new DeliveryHandoff(60, 25);
+    const close = handoff.open('q', 100, () => undefined);
+    const [r1, r2] = [place(handoff)!, place(handoff)!];
+    // 20 of 25 reserved: another 10 do not fit, 5 do.
+    expect(place(handoff)).toBeUndefined();
+    const small = handoff.reserve('q', 'Hi', '123')!;
+    expect(small).toBeDefined();
+    small.cancel();
+    r2.cancel();
+    // Delivered, an email keeps its place until it is taken.
+    expect(r1.deliver(email('e1'))).toBe(true);
+    const r4 = place(handoff)!;
+    expect(place(handoff)).toBeUndefined();
+    expect(handoff.take('q')?.email.id).toBe('e1');
+    place(handoff)!.cancel();
+    expect(r4.deliver(email('e4'))).toBe(true);
+    // The last round to close takes the rest and its characters.
+    expect(close().map((e) => e.email.id)).toEqual(['e4']);
+    handoff.open('q', 100, () => undefined);
+    expect([place(handoff), place(handoff), place(handoff)].map(Boolean)).toEqual([true, true, false]);
   });
 });
 

@@ -1,4 +1,4 @@
-import { Foreground } from '../../foreground';
+import { BurstYield, Foreground } from '../../foreground';
 
 /** foreground.ts: background work waits while a burst of API requests saturates the event loop, and only then. */
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -58,4 +58,41 @@ test('quiet() waits for the burst to end, at most maxWaitMs, and not after an ab
   expect(waited).toBeGreaterThanOrEqual(140);
   expect(waited).toBeLessThan(1000);
   expect(foreground.busy()).toBe(false);
+});
+
+
+test('BurstYield waits while a burst is under way, for at most its budget of the burst, and a new burst has a new budget', async () => {
+  const foreground = new Foreground();
+  const yielding = new BurstYield(foreground, 300);
+  let started = performance.now();
+  await yielding.turn();
+  expect(performance.now() - started).toBeLessThan(50);
+
+  let end = foreground.begin();
+  spin(150);
+  expect(foreground.busy()).toBe(true);
+  // Two callers wait out the budget together; the wait ends with it, the burst still under way.
+  started = performance.now();
+  await Promise.all([yielding.turn(), yielding.turn()]);
+  expect(performance.now() - started).toBeGreaterThanOrEqual(290);
+  expect(foreground.busy()).toBe(true);
+  // Spent: the rest of this burst holds nothing back.
+  started = performance.now();
+  await yielding.turn();
+  expect(performance.now() - started).toBeLessThan(50);
+
+  // The burst ends; the next one is held back again.
+  end();
+  await sleep(80);
+  await yielding.turn();
+  end = foreground.begin();
+  spin(150);
+  started = performance.now();
+  const aborted = new AbortController();
+  setTimeout(() => aborted.abort(), 100);
+  await yielding.turn(aborted.signal);
+  const waited = performance.now() - started;
+  expect(waited).toBeGreaterThanOrEqual(90);
+  expect(waited).toBeLessThan(290);
+  end();
 });
