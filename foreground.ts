@@ -90,13 +90,13 @@ export class Foreground {
 /**
  * Lets a burst of requests go first for at most `budgetMs` of it: `turn()` waits while the API is
  * busy, until the burst has held this work back for the budget; from then on it runs alongside
- * the burst until the burst ends, and the next burst gets a new budget. Bounded delay, never
- * starved: work held back is only reordered, so it finishes about as soon as it would have,
- * while the requests of the burst are answered sooner.
+ * the burst until the burst ends, and the next burst gets a new budget. Started at most that
+ * late, never starved: work held back is only reordered, so it finishes about as soon as it
+ * would have, while the requests of the burst are answered sooner.
  *
- * Why, for the delivery engine: on 2 cores, a burst of 4,000 `/v1/send` was answered at 371/s
- * with every email sent as it was accepted; with the engine's lanes waiting for the burst,
- * 683/s, p99 76 → 47 ms, and the last email reached the relay no later (docs/performance.md).
+ * Why, for the delivery engine: on 2 cores, a burst of 4,000 `/v1/send` was answered at
+ * 383–409/s with every email sent as it was accepted; with the engine's lanes waiting for up to
+ * 5 s of the burst, 559–587/s, and the last email reached the relay no later (docs/performance.md).
  */
 export class BurstYield {
   /** The burst this work was last held back for, and since when. */
