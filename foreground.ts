@@ -40,6 +40,9 @@ export class Foreground {
     if (this.inFlight === 0 && now - this.lastActiveAt >= BURST_GAP_MS) {
       this.bursts += 1;
       this.saturated = false;
+      // Judged on its own time: averaged with the idle seconds before it, a burst read as saturated a window late.
+      this.windowStart = performance.eventLoopUtilization();
+      this.utilization = 0;
     }
     this.inFlight += 1;
     this.lastActiveAt = now;
@@ -90,17 +93,21 @@ export class Foreground {
 /**
  * Lets a burst of requests go first for at most `budgetMs` of it: `turn()` waits while the API is
  * busy, until the burst has held this work back for the budget; from then on it runs alongside
- * the burst until the burst ends, and the next burst gets a new budget. Started at most that
- * late, never starved: work held back is only reordered, so it finishes about as soon as it
- * would have, while the requests of the burst are answered sooner.
+ * the burst until the burst ends. The next burst gets a budget of its own only once the work
+ * caught up with what was held back (`drained()`): bursts with short gaps between them (a client
+ * that pauses now and then) cannot hold it back burst after burst. Started at most that late,
+ * never starved: work held back is only reordered, so it finishes about as soon as it would have,
+ * while the requests of the burst are answered sooner.
  *
  * Why, for the delivery engine: on 2 cores, a burst of 4,000 `/v1/send` was answered at
  * 383–409/s with every email sent as it was accepted; with the engine's lanes waiting for up to
  * 5 s of the burst, 559–587/s, and the last email reached the relay no later (docs/performance.md).
  */
 export class BurstYield {
-  /** The burst this work was last held back for, and since when. */
+  /** The last burst seen, and since when it holds this work back (-Infinity: it does not). */
   private held: { burst: number; since: number } | undefined;
+  /** Nothing held back is left undone. */
+  private caughtUp = true;
   /** One wait shared by every caller: dozens of lanes need not poll the loop each. */
   private waiting: Promise<void> | undefined;
 
@@ -113,7 +120,11 @@ export class BurstYield {
   async turn(signal?: AbortSignal): Promise<void> {
     if (!this.foreground.busy()) return;
     const now = performance.now();
-    if (this.held?.burst !== this.foreground.burst) this.held = { burst: this.foreground.burst, since: now };
+    const burst = this.foreground.burst;
+    if (this.held?.burst !== burst) {
+      this.held = { burst, since: this.caughtUp ? now : -Infinity };
+      this.caughtUp = false;
+    }
     const left = this.held.since + this.budgetMs - now;
     if (left <= 0 || signal?.aborted) return;
     this.waiting ??= this.foreground.quiet(left).finally(() => (this.waiting = undefined));
@@ -125,5 +136,10 @@ export class BurstYield {
     } finally {
       signal.removeEventListener('abort', onAbort);
     }
+  }
+
+  /** The work has nothing left to do (what was held back is done): the next burst may hold it back again. */
+  drained(): void {
+    this.caughtUp = true;
   }
 }

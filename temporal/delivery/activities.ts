@@ -204,6 +204,8 @@ export function createDeliveryEngineActivities({
           const seenHanded = listener.generation(handedKey);
           // Without a NOTIFY, the table is looked at about once a second all the same (expired leases, claims given back).
           if ((lookInTable || Date.now() - claimedAt > IDLE_WAIT_MS) && ((await claim()) > 0 || queued.length > 0)) continue;
+          // Idle: whatever a burst held back is sent, and the next burst may hold the lanes back again.
+          yielding?.drained();
           const wait = Math.min(IDLE_WAIT_MS, Math.max(0, deadline - Date.now()));
           await listener.waitAny({ [key]: seen, [handedKey]: seenHanded }, wait, ctx.cancellationSignal);
           // A NOTIFY, or the wait ran out: look in the table again.
