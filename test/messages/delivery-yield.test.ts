@@ -1,5 +1,6 @@
 import type { ProjectWithKeys } from '../../db/projects/projects';
 import { bearer } from '../helpers/env';
+import { spin } from '../helpers/event-loop';
 import { startSendingEnv, type SendingEnv, waitUntil } from '../helpers/sending';
 
 /**
@@ -26,13 +27,6 @@ afterAll(async () => {
 });
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-/** Keeps the event loop busy, as a burst of requests does. */
-const spin = (ms: number) => {
-  const until = performance.now() + ms;
-  while (performance.now() < until) {
-    // busy
-  }
-};
 const arrived = (to: string) => s.smtp.messages.some((m) => m.envelope.to.includes(to));
 
 async function send(to: string): Promise<void> {

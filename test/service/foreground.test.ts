@@ -1,14 +1,8 @@
 import { BurstYield, Foreground } from '../../foreground';
+import { spin } from '../helpers/event-loop';
 
 /** foreground.ts: background work waits while a burst of API requests saturates the event loop, and only then. */
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-/** Keeps the event loop busy, as a burst of requests does. */
-const spin = (ms: number) => {
-  const until = performance.now() + ms;
-  while (performance.now() < until) {
-    // busy
-  }
-};
 
 test('a burst that saturates the event loop is busy until it ends; a request on an idle loop is not', async () => {
   const foreground = new Foreground();
