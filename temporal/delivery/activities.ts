@@ -51,8 +51,8 @@ const IDLE_WAIT_MS = 1000;
 const HANDOFF_AFTER_MS = 500;
 const EXPIRED_CHECK_MS = 1000;
 /**
- * What a round takes handed off while it lets a burst go first (within HANDOFF_MAX_CHARS): the
- * burst's emails wait in memory rather than in the table, from where each would cost a claim.
+ * What a round that may let a burst go first takes handed off (within HANDOFF_MAX_CHARS): while
+ * it yields, the burst's emails wait in memory rather than in the table, where each would cost a claim.
  */
 const HANDOFF_WHILE_YIELDING = 10_000;
 
