@@ -22,6 +22,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { DefaultLogger, Runtime, type WorkerOptions } from '@temporalio/worker';
 import { createApp } from '../api/app';
 import { buildAppDeps } from '../api/deps';
@@ -306,9 +307,12 @@ export async function warmUp(
 ): Promise<number> {
   const count = opts.count ?? Math.min(1000, Math.ceil(opts.n / 5));
   log(`warming up with ${count} ${opts.what}, then ANALYZE`);
+  const started = performance.now();
   await closedLoop(count, opts.concurrency, async (i) => {
     if (!stop.interrupted) await request(i);
   });
+  const seconds = (performance.now() - started) / 1000;
+  log(`warm-up: ${count} ${opts.what} in ${seconds.toFixed(1)} s (${(count / seconds).toFixed(0)}/s)`);
   await opts.settle?.(count);
   await stack.orm.em.fork().getConnection().execute(`analyze ${opts.tables}`);
   return count;

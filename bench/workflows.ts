@@ -10,13 +10,13 @@
  * reach the sink. bench/track.ts measures /v1/track with no workflow listening.
  *
  *   npx tsx bench/workflows.ts [--shape send-delay-send|send-only] [--n 500] [--concurrency 16] [--time-scale 0.001]
- *                              [--histories 100] [--probe-starts 200] [--worker-options '{"maxConcurrentWorkflowTaskPolls":40}']
- *                              [--warm-up 4000]
+ *                              [--histories 100] [--service in-process|process] [--warm-up 4000]
+ *                              [--worker-options '{"maxConcurrentWorkflowTaskPolls":40}']
  *
  * It sets everything up on loopback itself and tears it down again (bench/harness.ts): a fresh,
  * migrated database (dropped at the end), an in-memory Temporal dev server, the test DNS server and
- * SMTP sink, and in this process the API (RATE_LIMIT_PER_MINUTE raised) and a real worker; then a
- * project, a verified domain (every email DKIM-signed), two templates and the workflow, all through
+ * SMTP sink, and in this process the API (RATE_LIMIT_PER_MINUTE raised) and a real worker, or with
+ * `--service process` both in a process of their own as `tidings start` runs them; then a project, a verified domain (every email DKIM-signed), two templates and the workflow, all through
  * the HTTP API.
  *
  * First a warm-up: --warm-up tracks (4,000, as bench/track.ts and bench/send.ts: enough for V8 to
@@ -30,28 +30,40 @@
  * Figures: tracks/s and latency at the API; executions started/s and completed/s from the
  * workflow_executions rows (started_at is written by the API when it claims the entry, finished_at
  * by the execution's last activity), emails/s at the sink, every rate from the first request. Then
- * where the time goes: how long the API's Temporal workflow starts take, how long each step and the
- * bookkeeping between steps take (execution_steps), and, from the Temporal histories of a sample of
- * executions, how many activities and workflow tasks one execution needs and how long they queue
- * and run; how busy the ORM's connection pool was; the CPU time of this process, the Temporal server
- * and PostgreSQL (the bench database's backends; the whole server in brackets); and, once the run is
- * over, how fast the Temporal server alone accepts journey starts (--probe-starts: that many starts
- * of the same input on a task queue no worker polls, with the same concurrency; 0 skips it; only
- * when the API started journeys itself, as it did before the delivery engine).
- * --worker-options is for experiments: the worker then gets these Worker.create options on top of
- * what temporal/worker.ts passes (by default the worker is temporal/worker.ts's, default options).
- * The load generator, API, worker and sink share one Node process; PostgreSQL and Temporal share
- * the machine with it.
+ * where the time goes: how long each step and the bookkeeping between steps take (execution_steps),
+ * and, from the Temporal histories of a sample of executions, how many activities and workflow tasks
+ * one execution needs and how long they queue and run; how busy the ORM's connection pool was (with
+ * the service in this process); the CPU time of the service, this process, the Temporal server and
+ * PostgreSQL (the bench database's backends; the whole server in brackets).
+ * --worker-options is for experiments, in this process only: the worker then gets these Worker.create
+ * options on top of what temporal/worker.ts passes.
+ * By default the load generator, API, worker and sink share one Node process, so the load
+ * generator's requests take event-loop time from the API; `--service process` measures the service
+ * as it runs in production. PostgreSQL and Temporal share the machine with both.
  */
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import type { WorkerOptions } from '@temporalio/worker';
-import type { JourneyInput } from '../temporal/workflows';
 import { workflowIds } from '../temporal/ids';
-import { ContactIdKey, ProjectIdKey, TidingsWorkflowIdKey } from '../temporal/search-attributes';
 import { bareWorkflowRate } from './baselines';
-import { BENCH_RATE_LIMIT, cpuSnapshot, JIT_WARM_UP_REQUESTS, headersOf, type Stack, startStack, Teardown, verifiedDomain, type Interruption, runBench, warmUp } from './harness';
+import {
+  BENCH_RATE_LIMIT,
+  cpuSecondsOf,
+  cpuSnapshot,
+  JIT_WARM_UP_REQUESTS,
+  headersOf,
+  mainThreadOf,
+  SERVICE_CODE,
+  serviceMode,
+  type Stack,
+  startStack,
+  Teardown,
+  verifiedDomain,
+  type Interruption,
+  runBench,
+  warmUp,
+} from './harness';
 import { closedLoop, environmentLine, goalLines, type JsonResponse, log, percentile, positiveInt, RequestTally } from './support';
 
 const DOMAIN = 'bench-workflows.test';
@@ -81,7 +93,7 @@ function options() {
       concurrency: { type: 'string', default: '16' },
       'time-scale': { type: 'string', default: '0.001' },
       histories: { type: 'string', default: '100' },
-      'probe-starts': { type: 'string', default: '200' },
+      service: { type: 'string', default: 'in-process' },
       'worker-options': { type: 'string' },
       'warm-up': { type: 'string', default: String(JIT_WARM_UP_REQUESTS) },
       help: { type: 'boolean', short: 'h' },
@@ -89,7 +101,7 @@ function options() {
   });
   if (values.help) {
     process.stdout.write(
-      'Usage: npx tsx bench/workflows.ts [--shape send-delay-send|send-only] [--n 500] [--concurrency 16] [--time-scale 0.001] [--histories 100] [--probe-starts 200] [--worker-options JSON] [--warm-up 4000]\n',
+      'Usage: npx tsx bench/workflows.ts [--shape send-delay-send|send-only] [--n 500] [--concurrency 16] [--time-scale 0.001] [--histories 100] [--service in-process|process] [--worker-options JSON] [--warm-up 4000]\n',
     );
     process.exit(0);
   }
@@ -97,12 +109,13 @@ function options() {
   if (!shape) throw new Error(`--shape must be one of ${Object.keys(SHAPES).join(', ')}, got ${values.shape}`);
   const timeScale = Number(values['time-scale']);
   if (!(timeScale > 0 && timeScale <= 1)) throw new Error(`--time-scale must be in (0, 1], got ${values['time-scale']}`);
-  const probeStarts = values['probe-starts'] === '0' ? 0 : positiveInt('probe-starts', values['probe-starts']);
+  const service = serviceMode(values.service);
   const workerOptions = values['worker-options'] === undefined ? undefined : (JSON.parse(values['worker-options']) as Partial<WorkerOptions>);
+  if (workerOptions && service === 'process') throw new Error('--worker-options applies to a worker in this process, not with --service process');
   return {
     shapeName: values.shape,
     shape,
-    probeStarts,
+    service,
     workerOptions,
     n: positiveInt('n', values.n),
     concurrency: positiveInt('concurrency', values.concurrency),
@@ -278,6 +291,7 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
     teardown,
     checkpoint: () => stop.checkpoint(),
     concurrency: opts.concurrency,
+    service: opts.service,
     env: { JOURNEY_TIME_SCALE: String(opts.timeScale) },
     ...(opts.workerOptions ? { workerOptions: opts.workerOptions } : {}),
   });
@@ -307,27 +321,6 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
   log(`bare one-activity workflow: ${perSec(bare.n, bare.startedSeconds)} started/s, ${perSec(bare.completed, bare.completedSeconds)} completed/s`);
   stop.checkpoint();
 
-  // The API's Temporal journey starts, timed where the API makes them (the client of the gateway it was given).
-  const startLatencies: number[] = [];
-  let startsFailed = 0;
-  let sampleInput: JourneyInput | undefined;
-  const workflows = gateway.client.workflow;
-  const startWorkflow = workflows.start.bind(workflows);
-  workflows.start = (async (...args: Parameters<typeof startWorkflow>) => {
-    const [type, options] = args;
-    if (type !== 'journey') return startWorkflow(...args);
-    sampleInput ??= options.args?.[0] as JourneyInput;
-    const t0 = performance.now();
-    try {
-      return await startWorkflow(...args);
-    } catch (err) {
-      startsFailed++;
-      throw err;
-    } finally {
-      startLatencies.push(performance.now() - t0);
-    }
-  }) as typeof startWorkflow;
-
   // The load: request i tracks `signup` for user<i>, a new contact.
   const tally = new RequestTally(opts.n);
   let lastOk = 0;
@@ -338,13 +331,18 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
         TERMINAL,
       )
     )[0]!;
-  // The ORM's connection pool (knex/tarn), shared by the API and the activities as in cli/start.ts: sampled every 100 ms.
-  const pool = (orm.em.getConnection().getKnex().client as { pool?: { numUsed(): number; numPendingAcquires(): number } }).pool;
+  // The ORM's connection pool (knex/tarn), shared by the API and the activities as in cli/start.ts: sampled every 100 ms
+  // when the service is in this process (otherwise `orm` is only the bench's own).
+  const pool = stack.servicePid
+    ? undefined
+    : (orm.em.getConnection().getKnex().client as { pool?: { numUsed(): number; numPendingAcquires(): number } }).pool;
   const poolSamples: { used: number; waiting: number }[] = [];
   const poolTimer = setInterval(() => pool && poolSamples.push({ used: pool.numUsed(), waiting: pool.numPendingAcquires() }), 100);
   teardown.add(async () => clearInterval(poolTimer));
   const loadBefore = os.loadavg()[0]!;
   const cpuBefore = cpuSnapshot(stack);
+  const serviceCpuBefore = stack.servicePid ? cpuSecondsOf(stack.servicePid) : undefined;
+  const serviceLoopBefore = stack.servicePid ? mainThreadOf(stack.servicePid) : undefined;
   const eluBefore = performance.eventLoopUtilization();
   const wallStart = Date.now();
   const start = performance.now();
@@ -389,6 +387,8 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
   clearInterval(progress);
   clearInterval(poolTimer);
   const cpuAfter = cpuSnapshot(stack);
+  const serviceCpuS = serviceCpuBefore === undefined ? undefined : cpuSecondsOf(stack.servicePid!)! - serviceCpuBefore;
+  const serviceLoopAfter = stack.servicePid ? mainThreadOf(stack.servicePid) : undefined;
   const elu = performance.eventLoopUtilization(eluBefore);
   const loadAfter = os.loadavg()[0]!;
   // A late message would show up as "unexpected": give stragglers a moment before counting.
@@ -494,50 +494,26 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
   const activityRun = avg((h) => [...h.activityRunMs.values()].reduce((a, b) => a + b, 0));
   const accounted = (h: HistoryFigures) => h.wftQueueMs + h.wftRunMs + h.activityQueueMs + [...h.activityRunMs.values()].reduce((a, b) => a + b, 0) + h.timerMs;
 
-  // ---- The Temporal server alone: journey starts nobody picks up (the server is in-memory and stopped at the end) ----
-  let probe: { seconds: number; latencies: Float64Array; failed: number } | undefined;
-  if (opts.probeStarts > 0 && sampleInput && !stop.interrupted) {
-    const input = sampleInput;
-    const latencies = new Float64Array(opts.probeStarts);
-    let failed = 0;
-    const t0 = performance.now();
-    await closedLoop(opts.probeStarts, opts.concurrency, async (i) => {
-      const s = performance.now();
-      try {
-        await startWorkflow('journey', {
-          taskQueue: `bench-probe-${process.pid}`,
-          workflowId: `bench-probe:${i}`,
-          args: [{ ...input, executionId: `probe_${i}` }],
-          typedSearchAttributes: [
-            { key: ProjectIdKey, value: input.projectId },
-            { key: TidingsWorkflowIdKey, value: input.workflowId },
-            { key: ContactIdKey, value: input.contactId },
-          ],
-        });
-      } catch {
-        failed++;
-      }
-      latencies[i] = performance.now() - s;
-    });
-    probe = { seconds: (performance.now() - t0) / 1000, latencies, failed };
-  }
-
   const runS = (waitEnd - wallStart) / 1000;
   const cpu = (k: keyof typeof cpuBefore) => cpuAfter[k] - cpuBefore[k];
   const cpuLine = (k: keyof typeof cpuBefore, label: string) => `${label} ${cpu(k).toFixed(1)} s (${((100 * cpu(k)) / runS).toFixed(0)}% of a core)`;
   const cores = os.cpus().length;
-  const workerOptions = stack.worker!.worker.options;
+  const workerOptions = stack.worker?.worker.options;
   const slots = (s: unknown) => ((s as { numSlots?: number }).numSlots ?? (s as { type?: string }).type ?? '?');
   const pollers = (b: unknown) => {
     const p = b as { type?: string; maximum?: number; minimum?: number };
     return p.type === 'simple-maximum' ? `${p.maximum}` : `${p.type} ${p.minimum ?? '?'}–${p.maximum ?? '?'}`;
   };
   const workflowTasks = avg((h) => h.workflowTasks);
-  const cpuPerExecution = (k: keyof typeof cpuBefore) => (1000 * cpu(k)) / Math.max(1, finishedTimes.length);
-  const cpuTotalPerExecution = cpuPerExecution('node') + cpuPerExecution('temporal') + cpuPerExecution('postgres');
+  const perExecution = (cpuS: number) => (1000 * cpuS) / Math.max(1, finishedTimes.length);
+  const cpuPerExecution = (k: keyof typeof cpuBefore) => perExecution(cpu(k));
+  const cpuTotalPerExecution = perExecution(serviceCpuS ?? 0) + cpuPerExecution('node') + cpuPerExecution('temporal') + cpuPerExecution('postgres');
+  const serviceLoopS = serviceLoopBefore && serviceLoopAfter ? serviceLoopAfter.cpuSeconds - serviceLoopBefore.cpuSeconds : undefined;
   const lastDelivered = sink.messages[sink.messages.length - 1];
   const deliveredS = lastDelivered ? (lastDelivered.receivedAt.getTime() - wallStart) / 1000 : NaN;
   const startedS = (lastStarted - wallStart) / 1000;
+  // Journeys started while the load was still being answered took CPU from it.
+  const startedDuringLoad = startedTimes.filter((t) => t <= wallStart + trackedS * 1000).length;
   const finishedS = (lastFinished - wallStart) / 1000;
   const firstFinished = Math.min(...finishedTimes);
   const trackRate = tally.ok / trackedS;
@@ -550,12 +526,16 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
     `Tidings workflows bench: POST /v1/track "${EVENT}" for N=${opts.n} new contacts, concurrency ${opts.concurrency} keep-alive clients, shape ${opts.shapeName}`,
     `  environment   ${environmentLine(stack.db.serverVersion)}`,
     `                N=${opts.n}, concurrency ${opts.concurrency}, ${cores} cores; load average ${loadBefore.toFixed(1)} before, ${loadAfter.toFixed(1)} after (1-minute; other work on the machine skews the figures)`,
-    `  setup         one Node process runs the load generator, the API (createApp, LOG_LEVEL=${stack.logLevel}), the Temporal worker and the DNS server and SMTP sink;`,
+    stack.servicePid
+      ? `  setup         the service is one process of its own (tidings start: API + worker, ${SERVICE_CODE}, NODE_ENV=production, LOG_LEVEL=${stack.logLevel}); this process runs the load generator, the DNS server and the SMTP sink;`
+      : `  setup         one Node process runs the load generator, the API (createApp, LOG_LEVEL=${stack.logLevel}), the Temporal worker and the DNS server and SMTP sink;`,
     `                PostgreSQL and the Temporal dev server (in-memory, headless) are separate processes on the same machine`,
-    `  worker        ${opts.workerOptions ? `temporal/worker.ts options + ${JSON.stringify(opts.workerOptions)}` : 'temporal/worker.ts options (WORKER_TUNING)'}: ` +
-      `${slots(workerOptions.tuner.workflowTaskSlotSupplier)} workflow-task slots, ${pollers(workerOptions.workflowTaskPollerBehavior)} workflow-task pollers ` +
-      `(non-sticky ratio ${workerOptions.nonStickyToStickyPollRatio}), ${slots(workerOptions.tuner.activityTaskSlotSupplier)} activity slots, ` +
-      `${pollers(workerOptions.activityTaskPollerBehavior)} activity pollers, ${workerOptions.workflowThreadPoolSize} workflow thread(s), ${workerOptions.maxCachedWorkflows} cached workflows`,
+    workerOptions
+      ? `  worker        ${opts.workerOptions ? `temporal/worker.ts options + ${JSON.stringify(opts.workerOptions)}` : 'temporal/worker.ts options (WORKER_TUNING)'}: ` +
+        `${slots(workerOptions.tuner.workflowTaskSlotSupplier)} workflow-task slots, ${pollers(workerOptions.workflowTaskPollerBehavior)} workflow-task pollers ` +
+        `(non-sticky ratio ${workerOptions.nonStickyToStickyPollRatio}), ${slots(workerOptions.tuner.activityTaskSlotSupplier)} activity slots, ` +
+        `${pollers(workerOptions.activityTaskPollerBehavior)} activity pollers, ${workerOptions.workflowThreadPoolSize} workflow thread(s), ${workerOptions.maxCachedWorkflows} cached workflows`
+      : `  worker        the service's, temporal/worker.ts options (WORKER_TUNING)`,
     `  rate limit    RATE_LIMIT_PER_MINUTE raised to ${BENCH_RATE_LIMIT} (default 1000): the limiter still counts every request but never throttles`,
     `  workflow      ${describeShape(opts.shape)}; DKIM-signed (RSA-2048)`,
     opts.shape.some((st) => st.type === 'DELAY')
@@ -565,7 +545,7 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
     `                ${perSec(bare.n, bare.startedSeconds)} started/s (each ${dist(bare.startLatencies)}), ${bare.completed} completed by ${secs(bare.completedSeconds)}: ${perSec(bare.completed, bare.completedSeconds)} completed/s (first start to the last close)`,
     `  tracked       ${tally.ok} events in ${secs(trackedS)}: ${perSec(tally.ok, trackedS)} tracks/s at the API (first request to last 200)`,
     `  latency       ${dist(tally.latencies.subarray(0, tally.done))}`,
-    `  started       ${executions.length} executions by ${secs(startedS)}: ${perSec(executions.length, startedS)} executions started/s (first request to the last started_at)`,
+    `  started       ${executions.length} executions by ${secs(startedS)}: ${perSec(executions.length, startedS)} executions started/s (first request to the last started_at); ${startedDuringLoad} before the last track was answered`,
     `  completed     ${finishedTimes.length} executions by ${secs(finishedS)}: ${perSec(finishedTimes.length, finishedS)} executions completed/s (first request to the last finished_at);` +
       ` first finished at ${secs((firstFinished - wallStart) / 1000)}, ${perSec(finishedTimes.length - 1, (lastFinished - firstFinished) / 1000)}/s from the first to the last`,
     `  delivered     ${sink.messages.length} emails by ${secs(deliveredS)}: ${perSec(sink.messages.length, deliveredS)} emails/s at the sink (first request to last message)`,
@@ -586,10 +566,6 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
       : []),
     '',
     'Where the time goes',
-    `  Temporal starts   ${startLatencies.length} journey starts by the API (${startsFailed} failed), each ${dist(startLatencies)}; mean track ${ms(mean(tally.latencies.subarray(0, tally.done)))}, of it ${ms(mean(startLatencies))} the start`,
-    probe
-      ? `                    server alone, after the run: ${opts.probeStarts} starts of the same input (no worker polling, ${opts.concurrency} concurrent, ${probe.failed} failed) in ${secs(probe.seconds)}: ${perSec(opts.probeStarts, probe.seconds)} starts/s, each ${dist(probe.latencies)}`
-      : `                    (no start probe: ${opts.probeStarts === 0 ? '--probe-starts 0' : sampleInput ? 'interrupted' : 'the API started no journey itself'})`,
     `  steps (database)  per execution, mean / p95 from execution_steps (bookkeeping activities and workflow tasks are in the "→" and "between" rows):`,
     ...phaseOrder.map((p) => {
       const v = phases.get(p) ?? [];
@@ -608,14 +584,20 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
       ` first pickup by the worker ${ms(avg((h) => h.firstPickupMs))} after the start`,
     `  task rate         ${(workflowTasks * finishedTimes.length).toFixed(0)} workflow tasks and ${(activitiesPerExecution * finishedTimes.length).toFixed(0)} activities in ${secs(runS)}: ` +
       `${perSec(workflowTasks * finishedTimes.length, runS)} workflow tasks/s, ${perSec(activitiesPerExecution * finishedTimes.length, runS)} activities/s (counts per execution × executions)`,
-    `  DB pool           ${stack.orm.config.get('pool')?.max ?? '?'} connections at most, shared by the API and the activities; sampled every 100 ms during the run: ` +
-      `in use mean ${mean(poolSamples.map((p) => p.used)).toFixed(1)}, max ${Math.max(0, ...poolSamples.map((p) => p.used))}; ` +
-      `queries waiting for a connection mean ${mean(poolSamples.map((p) => p.waiting)).toFixed(1)}, max ${Math.max(0, ...poolSamples.map((p) => p.waiting))}, ` +
-      `in ${((100 * poolSamples.filter((p) => p.waiting > 0).length) / Math.max(1, poolSamples.length)).toFixed(0)}% of the samples`,
-    `  CPU               during the run (${secs(runS)}, ${cores} cores = ${(cores * runS).toFixed(0)} core-s): ${cpuLine('node', 'this process')} (main thread event loop ${(100 * elu.utilization).toFixed(0)}% busy), ` +
+    pool
+      ? `  DB pool           ${stack.orm.config.get('pool')?.max ?? '?'} connections at most, shared by the API and the activities; sampled every 100 ms during the run: ` +
+        `in use mean ${mean(poolSamples.map((p) => p.used)).toFixed(1)}, max ${Math.max(0, ...poolSamples.map((p) => p.used))}; ` +
+        `queries waiting for a connection mean ${mean(poolSamples.map((p) => p.waiting)).toFixed(1)}, max ${Math.max(0, ...poolSamples.map((p) => p.waiting))}, ` +
+        `in ${((100 * poolSamples.filter((p) => p.waiting > 0).length) / Math.max(1, poolSamples.length)).toFixed(0)}% of the samples`
+      : `  DB pool           in the service's process: not sampled`,
+    `  CPU               during the run (${secs(runS)}, ${cores} cores = ${(cores * runS).toFixed(0)} core-s): ` +
+      (serviceCpuS === undefined
+        ? `${cpuLine('node', 'this process')} (main thread event loop ${(100 * elu.utilization).toFixed(0)}% busy), `
+        : `the service ${serviceCpuS.toFixed(1)} s (${((100 * serviceCpuS) / runS).toFixed(0)}% of a core${serviceLoopS === undefined ? '' : `; its main thread ${serviceLoopS.toFixed(1)} s`}), ` +
+          `${cpuLine('node', 'this process (load generator, sink)')}, `) +
       `${cpuLine('temporal', 'Temporal server')}, ${cpuLine('postgres', `PostgreSQL backends of ${stack.db.name}`)} ` +
       `(the whole server, other databases' work and background processes included: ${cpu('postgresServer').toFixed(1)} s)`,
-    `                    per execution: this process ${ms(cpuPerExecution('node'))}, Temporal ${ms(cpuPerExecution('temporal'))}, PostgreSQL ${ms(cpuPerExecution('postgres'))} = ${ms(cpuTotalPerExecution)} of CPU;` +
+    `                    per execution: ${serviceCpuS === undefined ? '' : `the service ${ms(perExecution(serviceCpuS))}, `}this process ${ms(cpuPerExecution('node'))}, Temporal ${ms(cpuPerExecution('temporal'))}, PostgreSQL ${ms(cpuPerExecution('postgres'))} = ${ms(cpuTotalPerExecution)} of CPU;` +
       ` ${cores} cores doing nothing else would allow about ${perSec(cores, cpuTotalPerExecution / 1000)} executions/s`,
     '',
   ];

@@ -103,3 +103,19 @@ test('BurstYield waits while a burst is under way, for at most its budget, and t
   notHeld(waited);
   end();
 });
+
+test('a burst of several requests at once is judged within its first 100 ms; a lone request only after a full window', async () => {
+  const lone = new Foreground();
+  const endLone = lone.begin();
+  spin(40);
+  expect(lone.busy()).toBe(false);
+  spin(80);
+  expect(lone.busy()).toBe(true);
+  endLone();
+
+  const burst = new Foreground();
+  const ends = [burst.begin(), burst.begin()];
+  spin(40);
+  expect(burst.busy()).toBe(true);
+  for (const end of ends) end();
+});
