@@ -16,8 +16,9 @@
  * It sets everything up on loopback itself and tears it down again (bench/harness.ts): a fresh,
  * migrated database (dropped at the end), an in-memory Temporal dev server, the test DNS server and
  * SMTP sink, and in this process the API (RATE_LIMIT_PER_MINUTE raised) and a real worker, or with
- * `--service process` both in a process of their own as `tidings start` runs them; then a project, a verified domain (every email DKIM-signed), two templates and the workflow, all through
- * the HTTP API.
+ * `--service process` both in a process of their own as `tidings start` runs them; then a project,
+ * a verified domain (every email DKIM-signed), two templates and the workflow, all through the HTTP
+ * API.
  *
  * First a warm-up: --warm-up tracks (4,000, as bench/track.ts and bench/send.ts: enough for V8 to
  * have optimized the request path) before the workflow is enabled, and an ANALYZE. Then
@@ -28,8 +29,8 @@
  * journeys' completed/s is then given as a ratio to it.
  *
  * Figures: tracks/s and latency at the API; executions started/s and completed/s from the
- * workflow_executions rows (started_at is written by the API when it claims the entry, finished_at
- * by the execution's last activity), emails/s at the sink, every rate from the first request. Then
+ * workflow_executions rows (started_at is written when the trigger dispatcher claims the entry,
+ * finished_at by the execution's last activity), emails/s at the sink, every rate from the first request. Then
  * where the time goes: how long each step and the bookkeeping between steps take (execution_steps),
  * and, from the Temporal histories of a sample of executions, how many activities and workflow tasks
  * one execution needs and how long they queue and run; how busy the ORM's connection pool was (with
