@@ -67,9 +67,8 @@ export class DeliveryHandoff {
   /**
    * A round of `queue` takes handed-off emails until the returned function is called: at most
    * `capacity` of them waiting at once (with the other open rounds' capacities, and within
-   * HANDOFF_MAX_CHARS); `wake` wakes one
-   * of its idle lanes. That function returns what nobody took, when this was the queue's last open
-   * round: the caller gives those claims back.
+   * HANDOFF_MAX_CHARS); `wake` wakes one of its idle lanes. That function returns what nobody took,
+   * when this was the queue's last open round: the caller gives those claims back.
    */
   open(queue: string, capacity: number, wake: () => void): () => EmailForDelivery[] {
     const state = this.state(queue);

@@ -54,7 +54,6 @@ test('quiet() waits for the burst to end, at most maxWaitMs, and not after an ab
   expect(foreground.busy()).toBe(false);
 });
 
-
 test('BurstYield waits while a burst is under way, for at most its budget, and the next burst only once the work caught up', async () => {
   const BUDGET = 600;
   const foreground = new Foreground();
