@@ -1,5 +1,6 @@
 import { createPrivateKey } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { createSecureContext } from 'node:tls';
 import { z } from 'zod';
 import { smtpOptionsFromUrl } from './mail/smtp-pool';
 
@@ -7,6 +8,8 @@ const optionalString = z
   .string()
   .optional()
   .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
+
+const HOST_NAME = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/i;
 
 const boolFlag = z
   .enum(['true', 'false', '1', '0', ''])
@@ -46,6 +49,7 @@ const envSchema = z.object({
   DOMAIN_CHECK_INTERVAL_SECONDS: z.coerce.number().int().min(1).default(300),
   DOMAIN_RECHECK_VERIFIED_SECONDS: z.coerce.number().int().min(1).default(3600),
   SEND_RETRY_MAX_INTERVAL_SECONDS: z.coerce.number().int().min(1).default(300),
+  SEND_RETRY_FOR_SECONDS: z.coerce.number().int().min(1).default(3 * 24 * 3600),
   JOURNEY_TIME_SCALE: z.coerce.number().positive().max(1).default(1),
   WEBHOOK_ALLOW_PRIVATE_TARGETS: boolFlag,
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(1000),
@@ -86,6 +90,13 @@ const envSchema = z.object({
   S3_SECRET_ACCESS_KEY: optionalString,
   S3_FORCE_PATH_STYLE: boolFlag,
   S3_PUBLIC_URL: optionalString.pipe(z.url().optional()),
+  INBOUND_SMTP_PORT: optionalString.transform((v) => (v === undefined ? undefined : Number(v))).pipe(z.number().int().min(0).max(65535).optional()),
+  INBOUND_SMTP_HOST: optionalString,
+  INBOUND_MX_HOST: optionalString.pipe(z.string().regex(HOST_NAME, 'Must be a host name').optional()),
+  INBOUND_TLS_KEY_FILE: optionalString,
+  INBOUND_TLS_CERT_FILE: optionalString,
+  INBOUND_MAX_MESSAGE_BYTES: z.coerce.number().int().min(1024).max(100 * 1024 * 1024).default(10 * 1024 * 1024),
+  RETURN_PATH_LABEL: z.string().regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, 'Must be one lower-case DNS label').default('bounces'),
 });
 
 export type Config = {
@@ -118,6 +129,8 @@ export type Config = {
   outbox: boolean;
   /** Longest pause between delivery attempts while the relay refuses or is unreachable. */
   sendRetryMaxIntervalSeconds: number;
+  /** How long after it was written an email deferred by the relay (4xx) is still tried; then it soft-bounces. */
+  sendRetryForSeconds: number;
   /** Recipients per campaign batch (one activity), for campaigns started from now on. */
   campaignBatchSize: number;
   dnsServers: string[];
@@ -155,6 +168,22 @@ export type Config = {
   disableSignups: boolean;
   /** Shared secret of POST /webhooks/notify (delivery, bounce, complaint); unset: the endpoint is off (404). */
   notifySecret: string | undefined;
+  /**
+   * Every email's envelope sender is a signed bounce address at `<label>.<sending domain>`
+   * (mail/inbound/bounce-address.ts), once that host's MX (pointing at `mxHost`) and SPF records check out.
+   */
+  returnPath: { label: string; mxHost: string };
+  /** The SMTP receiver of bounces, complaints and replies (mail/inbound/receiver.ts); undefined: off. */
+  inbound:
+    | {
+        port: number;
+        /** Address to listen on; undefined: every interface. */
+        host: string | undefined;
+        /** Offered with STARTTLS when set. */
+        tls: { key: string; cert: string } | undefined;
+        maxMessageBytes: number;
+      }
+    | undefined;
   auth: {
     /** Sender of verification and password-reset mail. */
     systemFrom: string;
@@ -221,6 +250,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     smtpUrl: e.SMTP_URL,
     outbox: e.SMTP_URL === undefined,
     sendRetryMaxIntervalSeconds: e.SEND_RETRY_MAX_INTERVAL_SECONDS,
+    sendRetryForSeconds: e.SEND_RETRY_FOR_SECONDS,
     campaignBatchSize: e.CAMPAIGN_BATCH_SIZE,
     dnsServers: e.DNS_SERVERS,
     domainCheck: {
@@ -238,6 +268,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: /^\d+$/.test(e.TRUST_PROXY) ? Number(e.TRUST_PROXY) : e.TRUST_PROXY === 'true' ? true : e.TRUST_PROXY === 'false' ? false : e.TRUST_PROXY,
     disableSignups: e.DISABLE_SIGNUPS,
     notifySecret: e.NOTIFY_SECRET,
+    returnPath: { label: e.RETURN_PATH_LABEL, mxHost: (e.INBOUND_MX_HOST ?? new URL(publicUrl).hostname).toLowerCase() },
+    inbound:
+      e.INBOUND_SMTP_PORT === undefined
+        ? undefined
+        : {
+            port: e.INBOUND_SMTP_PORT,
+            host: e.INBOUND_SMTP_HOST,
+            tls: inboundTls(e.INBOUND_TLS_KEY_FILE, e.INBOUND_TLS_CERT_FILE),
+            maxMessageBytes: e.INBOUND_MAX_MESSAGE_BYTES,
+          },
     auth: {
       systemFrom,
       systemDkim: systemDkim(e.SYSTEM_DKIM_SELECTOR, e.SYSTEM_DKIM_KEY_FILE, systemFrom),
@@ -285,6 +325,19 @@ function systemDkim(selector: string | undefined, keyFile: string | undefined, s
     throw new ConfigError(`Invalid configuration:\n  SYSTEM_DKIM_KEY_FILE ${keyFile}: not a readable RSA private key in PEM (${(err as Error).message})`);
   }
   return { domain, selector, privateKeyPem };
+}
+
+/** INBOUND_TLS_KEY_FILE and INBOUND_TLS_CERT_FILE together: read and checked here, once. */
+function inboundTls(keyFile: string | undefined, certFile: string | undefined): { key: string; cert: string } | undefined {
+  if (!keyFile && !certFile) return undefined;
+  if (!keyFile || !certFile) throw new ConfigError('Invalid configuration:\n  INBOUND_TLS_KEY_FILE and INBOUND_TLS_CERT_FILE are set together or not at all');
+  try {
+    const tls = { key: readFileSync(keyFile, 'utf8'), cert: readFileSync(certFile, 'utf8') };
+    createSecureContext(tls);
+    return tls;
+  } catch (err) {
+    throw new ConfigError(`Invalid configuration:\n  INBOUND_TLS_KEY_FILE / INBOUND_TLS_CERT_FILE: not a readable key and certificate in PEM (${(err as Error).message})`);
+  }
 }
 
 function oauthClient(name: string, clientId: string | undefined, clientSecret: string | undefined, baseUrl: string | undefined) {

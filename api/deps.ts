@@ -36,7 +36,7 @@ export async function buildAppDeps(parts: {
     payments: parts.config.stripe ? createStripeProvider(parts.config.stripe) : undefined,
     storage: imageStorageFromConfig(parts.config),
     oauth: oauthProvidersFromConfig(parts.config),
-    tracking: new TrackBatches(parts.orm, parts.config.temporal.taskQueue),
+    tracking: new TrackBatches(parts.orm),
     sending: new SendBatches(parts.orm, handoff),
     wakeups: new EngineWakeups(parts.orm, (err) => parts.logger.warn({ err }, 'could not wake the outbox engines (they look within a second anyway)'), localEngines),
   };

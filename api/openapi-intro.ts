@@ -191,7 +191,8 @@ export const TAG_DESCRIPTIONS: Record<string, string> = {
   Tracking: 'Open pixel and click redirects of tracked mail.',
   Webhooks: 'Delivery, bounce and complaint notifications from the mail relay, and payment events.',
   Authentication: 'Dashboard accounts: sign-up, sign-in (session cookie), email verification, password reset, OAuth.',
-  'Users and projects': 'The signed-in user, the projects they belong to, and project settings that need a session.',
+  'Users and projects':
+    "The signed-in user and the projects they belong to (a session), and each project's settings (a member's session, or the project's own secret key).",
   Projects: 'Project status for members and keys.',
   Members: 'Who can use a project from the dashboard, and with which role (OWNER, ADMIN, MEMBER).',
   Billing: 'Monthly sending caps per category, consumption, and the payment provider when configured.',

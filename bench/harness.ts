@@ -196,7 +196,7 @@ export async function startStack(opts: {
 
   // From here on, the same deps as cli/start.ts running API and worker in one process.
   Runtime.install({ logger: new DefaultLogger('WARN') });
-  const orm = await createOrm(db.url);
+  const orm = await createOrm(db.url, {}, settings.taskQueue);
   teardown.add(() => orm.close());
   await migrate(orm);
   log(`database ${db.name} created and migrated`);

@@ -4,6 +4,7 @@ import { createOrm, migrate } from '../db/orm';
 import { createProject, rotateProjectKeys } from '../db/projects/projects';
 import { disableProject, enableProject } from '../db/projects/security';
 import { createProjectForOwner } from '../db/accounts/user-projects';
+import { setThrottleRate } from '../db/messages/send-throttle';
 import { AppError } from '../errors';
 import { StartupError } from './errors';
 import { parseContactsImportArgs, runContactsImport } from './import';
@@ -23,6 +24,10 @@ const USAGE = `Usage: tidings <command>
                                    disable a project: writes get 403 PROJECT_DISABLED, its mail
                                    stops; recorded as a suspension
   project enable <projectId>       enable it again and lift its open suspension
+  project throttle <projectId> <emailsPerSecond | off>
+                                   hold all of a project's mail (transactional, journeys,
+                                   campaigns, retries) to this rate; off: campaigns at
+                                   SEND_THROTTLE_PER_SECOND, the rest unthrottled
   contacts import <file> --project <projectId> [--timeout <seconds>]
                                    import a CSV file (UTF-8, at most 5 MB) into a project; shows
                                    progress on stderr until the worker finishes, then prints the
@@ -36,9 +41,10 @@ const log = (msg: string) => process.stderr.write(`[tidings] ${msg}\n`);
 
 /** Runs a database command against the configured (or embedded) database, then lets go of it. */
 async function withDatabase<T>(fn: (orm: Awaited<ReturnType<typeof createOrm>>) => Promise<T>): Promise<T> {
-  const db = await resolveDatabase(loadConfig(), log);
+  const config = loadConfig();
+  const db = await resolveDatabase(config, log);
   try {
-    const orm = await createOrm(db.url);
+    const orm = await createOrm(db.url, {}, config.temporal.taskQueue);
     try {
       await migrate(orm);
       return await fn(orm);
@@ -84,6 +90,7 @@ async function main(argv: string[]): Promise<number> {
       const [sub, arg, ...extra] = rest;
       if (sub === 'disable' || sub === 'enable') return setProjectStatus(sub, arg, extra);
       if (sub === 'create') return createProjectCommand(arg, extra);
+      if (sub === 'throttle') return setProjectThrottle(arg, extra);
       if (sub !== 'rotate-keys') {
         return fail(sub === undefined ? 'Missing project subcommand.' : `Unknown project subcommand: ${sub}`);
       }
@@ -148,6 +155,24 @@ async function setProjectStatus(sub: 'disable' | 'enable', arg: string | undefin
     }),
   );
   await writeStdout(`${JSON.stringify({ id, disabled: sub === 'disable', changed }, null, 2)}\n`);
+  return 0;
+}
+
+/** `project throttle <id> <rate | off>`: prints {id, ratePerSecond}. */
+async function setProjectThrottle(arg: string | undefined, extra: string[]): Promise<number> {
+  if (!arg?.trim() || arg.startsWith('--')) return fail('project throttle needs a project id.');
+  const [given, ...more] = extra;
+  const rate = given === 'off' ? null : Number(given);
+  if (given === undefined || (rate !== null && !(rate > 0))) return fail('project throttle needs a rate in emails per second (> 0), or off.');
+  if (more.length) return fail(`Unexpected argument for project throttle: ${more.join(' ')}`);
+  const id = arg.trim();
+  await withDatabase((orm) =>
+    setThrottleRate(orm.em.fork(), id, rate).catch((err: unknown) => {
+      if (err instanceof AppError && err.status === 404) throw new AppError(404, err.code, `No project with id "${id}".`);
+      throw err;
+    }),
+  );
+  await writeStdout(`${JSON.stringify({ id, ratePerSecond: rate }, null, 2)}\n`);
   return 0;
 }
 

@@ -9,8 +9,11 @@ import { createOrm, migrate } from '../db/orm';
 import { pruneRateLimitWindows } from '../db/projects/rate-limit';
 import { pruneRevokedSessions } from '../db/accounts/revoked-sessions';
 import { createLogger } from '../logger';
+import { loadBounceAddresses, startReturnPaths } from '../db/domains/return-paths';
 import { createDnsLookup } from '../mail/dns';
+import { startReceiver } from '../mail/inbound/receiver';
 import { mailerFromConfig } from '../mail/mailer';
+import { inboundHandler } from '../api/use-cases/inbound';
 import { TemporalGateway } from '../temporal/client';
 import { installSdkLogging, startWorker } from '../temporal/worker';
 import { StartupError } from './errors';
@@ -58,7 +61,7 @@ export async function startService(config: Config, opts: StartOptions, log: Log)
     const db = await resolveDatabase(config, log);
     stops.push(db.stop);
     checkpoint();
-    const orm = await createOrm(db.url, { pool: { max: config.databasePoolMax } });
+    const orm = await createOrm(db.url, { pool: { max: config.databasePoolMax } }, config.temporal.taskQueue);
     stops.push(() => orm.close());
     if (opts.api) {
       const applied = await migrate(orm);
@@ -74,9 +77,12 @@ export async function startService(config: Config, opts: StartOptions, log: Log)
     const foreground = opts.api && opts.worker ? new Foreground() : undefined;
     let localEngines: LocalEngines | undefined;
     let handoff: DeliveryHandoff | undefined;
+    const bounces = await loadBounceAddresses(orm, config);
 
     if (opts.worker) {
-      const mailer = mailerFromConfig(config, log);
+      const returnPaths = await startReturnPaths(orm, bounces, config, (err) => logger.warn({ err }, 'could not reload the return-path domains'));
+      stops.push(async () => returnPaths.stop());
+      const mailer = mailerFromConfig(config, log, returnPaths);
       stops.push(async () => mailer.close());
       const worker = await startWorker(settings, { orm, dns, mailer, config, foreground });
       stops.push(() => worker.shutdown());
@@ -90,7 +96,8 @@ export async function startService(config: Config, opts: StartOptions, log: Log)
     if (opts.api) {
       const gateway = await TemporalGateway.connect(settings, config);
       stops.push(() => gateway.close());
-      const { app } = createApp(await buildAppDeps({ config, orm, temporal: gateway, logger, dns, foreground, localEngines, handoff }));
+      const deps = await buildAppDeps({ config, orm, temporal: gateway, logger, dns, foreground, localEngines, handoff });
+      const { app } = createApp(deps);
       const server = await listenApp(app, config.port).catch((err: Error) => {
         throw new StartupError(`The API cannot listen on port ${config.port}: ${err.message}`);
       });
@@ -103,6 +110,18 @@ export async function startService(config: Config, opts: StartOptions, log: Log)
       stops.push(async () => clearInterval(pruner));
       checkpoint();
       log(`API listening on ${config.publicUrl} (docs: ${config.publicUrl}/docs)`);
+      if (config.inbound) {
+        const { port, host, tls, maxMessageBytes } = config.inbound;
+        const receiver = await startReceiver(
+          { port, host, tls, maxMessageBytes, name: config.returnPath.mxHost, onError: (err) => logger.warn({ err }, 'inbound SMTP') },
+          inboundHandler({ orm, storage: deps.storage, bounces, logger }),
+        ).catch((err: Error) => {
+          throw new StartupError(`The inbound SMTP receiver cannot listen on port ${port}: ${err.message}`);
+        });
+        stops.push(() => receiver.close());
+        checkpoint();
+        log(`Inbound SMTP listening on port ${receiver.port}${tls ? ' (STARTTLS)' : ''}`);
+      }
     }
     if (temporal.uiUrl) log(`Temporal Web UI: ${temporal.uiUrl}`);
   } catch (err) {

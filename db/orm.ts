@@ -19,6 +19,10 @@ import { Migration20261126120000_delivery_outbox } from './migrations/Migration2
 import { Migration20261126170000_rate_limit_unlogged } from './migrations/Migration20261126170000_rate_limit_unlogged';
 import { Migration20261127000000_contact_event_ids } from './migrations/Migration20261127000000_contact_event_ids';
 import { Migration20261128000000_contact_field_slots } from './migrations/Migration20261128000000_contact_field_slots';
+import { Migration20261202000000_event_path } from './migrations/Migration20261202000000_event_path';
+import { Migration20261202010000_fair_claims } from './migrations/Migration20261202010000_fair_claims';
+import { Migration20261203000000_relay_bounces } from './migrations/Migration20261203000000_relay_bounces';
+import { Migration20261204000000_return_path } from './migrations/Migration20261204000000_return_path';
 
 export type Orm = MikroORM;
 
@@ -42,9 +46,23 @@ const migrationsList = [
   { name: 'Migration20261126170000_rate_limit_unlogged', class: Migration20261126170000_rate_limit_unlogged },
   { name: 'Migration20261127000000_contact_event_ids', class: Migration20261127000000_contact_event_ids },
   { name: 'Migration20261128000000_contact_field_slots', class: Migration20261128000000_contact_field_slots },
+  { name: 'Migration20261202000000_event_path', class: Migration20261202000000_event_path },
+  { name: 'Migration20261202010000_fair_claims', class: Migration20261202010000_fair_claims },
+  { name: 'Migration20261203000000_relay_bounces', class: Migration20261203000000_relay_bounces },
+  { name: 'Migration20261204000000_return_path', class: Migration20261204000000_return_path },
 ];
 
-export function ormOptions(databaseUrl: string, overrides: Partial<Options> = {}): Options {
+/**
+ * `taskQueue`: the Temporal task queue of this process, kept as the setting `tidings.task_queue` of
+ * every pooled connection. A statement that records an event writes its journey triggers to that
+ * queue's dispatcher (trigger_outbox.queue defaults to it: db/record-events.ts), so no caller has
+ * to carry the queue; a connection without it cannot write a trigger and says so.
+ */
+export function ormOptions(databaseUrl: string, overrides: Partial<Options> = {}, taskQueue?: string): Options {
+  const afterCreate = taskQueue
+    ? (conn: { query(sql: string, params: unknown[], cb: (err: Error | null) => void): void }, done: (err: Error | null, conn: unknown) => void) =>
+        conn.query("select set_config('tidings.task_queue', $1, false)", [taskQueue], (err) => done(err, conn))
+    : undefined;
   return {
     clientUrl: databaseUrl,
     entities,
@@ -57,12 +75,12 @@ export function ormOptions(databaseUrl: string, overrides: Partial<Options> = {}
     debug: false,
     allowGlobalContext: false,
     ...overrides,
-    pool: { min: 0, max: 20, acquireTimeoutMillis: 5000, createTimeoutMillis: 5000, ...overrides.pool },
+    pool: { min: 0, max: 20, acquireTimeoutMillis: 5000, createTimeoutMillis: 5000, ...(afterCreate ? { afterCreate } : {}), ...overrides.pool },
   };
 }
 
-export async function createOrm(databaseUrl: string, overrides: Partial<Options> = {}): Promise<Orm> {
-  return MikroORM.init(ormOptions(databaseUrl, overrides));
+export async function createOrm(databaseUrl: string, overrides: Partial<Options> = {}, taskQueue?: string): Promise<Orm> {
+  return MikroORM.init(ormOptions(databaseUrl, overrides, taskQueue));
 }
 
 /**

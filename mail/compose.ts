@@ -19,6 +19,8 @@ export interface AttachmentFile {
 /** What nodemailer needs for one email, built from its stored row. */
 export interface OutgoingMessage {
   messageId: string;
+  /** The email row it was built from; absent for account mail, which has none. */
+  emailId?: string;
   from: Address;
   to: Address;
   replyTo?: string;
@@ -29,6 +31,14 @@ export interface OutgoingMessage {
   headers: Record<string, string>;
   attachments: { filename: string; content: Buffer; contentType: string; cid?: string; contentDisposition?: 'attachment' | 'inline' }[];
   dkim?: DkimKey;
+}
+
+/**
+ * The envelope sender (MAIL FROM) of an email: its bounce address when its sending domain can take
+ * one (db/domains/return-paths.ts), else undefined and the From address is used.
+ */
+export interface ReturnPath {
+  mailFrom(emailId: string, fromAddress: string): string | undefined;
 }
 
 /** A message as it goes over SMTP: the final bytes (CRLF, signed) and who it goes from and to. */
@@ -59,6 +69,7 @@ export const messageIdFor = (emailId: string, fromEmail: string) => `<${emailId}
 export function composeMessage(email: StoredEmail, dkim: DkimKey | undefined): OutgoingMessage {
   return {
     messageId: messageIdFor(email.id, email.fromEmail),
+    emailId: email.id,
     from: { name: email.fromName ?? undefined, address: email.fromEmail },
     to: { name: email.toName ?? undefined, address: email.toEmail },
     ...(email.replyTo ? { replyTo: email.replyTo } : {}),
@@ -82,13 +93,14 @@ export function composeMessage(email: StoredEmail, dkim: DkimKey | undefined): O
  * anything else (a text alternative, attachments, an unusual address or header) by nodemailer's
  * MailComposer. Either is signed by mail/dkim-sign.ts.
  */
-export async function renderMessage(message: OutgoingMessage): Promise<RenderedMessage> {
-  const { dkim, ...mail } = message;
+export async function renderMessage(message: OutgoingMessage, returnPath?: ReturnPath): Promise<RenderedMessage> {
+  const { dkim, emailId, ...mail } = message;
   const { messageId } = mail;
+  const bounceAddress = emailId === undefined ? undefined : returnPath?.mailFrom(emailId, message.from.address);
   const parts = htmlOnlyMessage(message);
   if (parts) {
     const raw = serializeMessage(parts, dkim && (await dkimSignature(parts, dkim)));
-    return { messageId, envelope: { from: message.from.address, to: [message.to.address] }, raw };
+    return { messageId, envelope: { from: bounceAddress ?? message.from.address, to: [message.to.address] }, raw };
   }
   const node = new MailComposer(mail).compile();
   const envelope = node.getEnvelope();
@@ -97,7 +109,7 @@ export async function renderMessage(message: OutgoingMessage): Promise<RenderedM
   const raw = withCrlf(await node.build());
   return {
     messageId,
-    envelope: { from: envelope.from || message.from.address, to: envelope.to },
+    envelope: { from: bounceAddress ?? (envelope.from || message.from.address), to: envelope.to },
     raw: dkim ? await signMessage(raw, dkim) : raw,
   };
 }

@@ -1,6 +1,6 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { type OutgoingMessage, renderMessage } from './compose';
+import { type OutgoingMessage, renderMessage, type ReturnPath } from './compose';
 import { SmtpPool, smtpOptionsFromUrl } from './smtp-pool';
 
 export interface SendResult {
@@ -17,12 +17,15 @@ export interface Mailer {
   close(): void;
 }
 
-/** The relay at `smtpUrl` through a pool of pipelined connections (mail/smtp-pool.ts), shared by every send of the process. */
-export function createSmtpMailer(smtpUrl: string): Mailer {
+/**
+ * The relay at `smtpUrl` through a pool of pipelined connections (mail/smtp-pool.ts), shared by every send of the process.
+ * With `returnPath`, an email goes from its bounce address where its domain can take one.
+ */
+export function createSmtpMailer(smtpUrl: string, returnPath?: ReturnPath): Mailer {
   const pool = new SmtpPool(smtpOptionsFromUrl(smtpUrl));
   return {
     async send(message) {
-      const { envelope, raw } = await renderMessage(message);
+      const { envelope, raw } = await renderMessage(message, returnPath);
       return { response: await pool.send(envelope.from, envelope.to, raw) };
     },
     close: () => pool.close(),

@@ -1,13 +1,14 @@
 import { DeleteObjectsCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import type { Config } from '../config';
-import { IMMUTABLE_CACHE_CONTROL, projectPrefix, type ImageStorage } from './storage';
+import { checkInboundKey, IMMUTABLE_CACHE_CONTROL, inboundPrefix, projectPrefix, type ImageStorage } from './storage';
 
 type S3Config = NonNullable<Config['s3']>;
 
 /**
  * Images in an S3-compatible bucket (AWS, MinIO, R2, …), fetched by readers straight from the
  * bucket or from S3_PUBLIC_URL (a CDN in front of it). The bucket must allow public reads of
- * its objects; the service only writes.
+ * its images; the service only writes. Received messages go under `inbound/`, which that public
+ * read must leave out (docs/configuration.md).
  */
 export class S3ImageStorage implements ImageStorage {
   private readonly client: S3Client;
@@ -42,9 +43,19 @@ export class S3ImageStorage implements ImageStorage {
     return `${this.baseUrl}/${key}`;
   }
 
-  /** Lists the project's prefix a page (≤ 1,000 keys) at a time and deletes each page in one request. */
+  async keepInbound(key: string, raw: Buffer): Promise<void> {
+    await this.client.send(
+      new PutObjectCommand({ Bucket: this.s3.bucket, Key: checkInboundKey(key), Body: raw, ContentType: 'message/rfc822', ContentLength: raw.length }),
+    );
+  }
+
   async removeProject(projectId: string): Promise<void> {
-    const prefix = projectPrefix(projectId);
+    await this.removePrefix(projectPrefix(projectId));
+    await this.removePrefix(inboundPrefix(projectId));
+  }
+
+  /** Lists a prefix a page (≤ 1,000 keys) at a time and deletes each page in one request. */
+  private async removePrefix(prefix: string): Promise<void> {
     let token: string | undefined;
     do {
       const page = await this.client.send(new ListObjectsV2Command({ Bucket: this.s3.bucket, Prefix: prefix, ContinuationToken: token }));

@@ -1,11 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import type { ImageType } from './image-type';
 
-/** Where uploaded images live; every object is public (images are linked from emails). */
+/**
+ * Where uploaded images live; every object is public (images are linked from emails). Received mail
+ * is kept there too, apart: under `inbound/`, never served or linked (inboundKey).
+ */
 export interface ImageStorage {
   /** Stores the bytes under `key` (see uploadKey) and returns the URL anyone can fetch them at. */
   put(key: string, bytes: Buffer, contentType: string): Promise<string>;
-  /** Removes every object of the project (keys `<projectId>/…`), when the project is deleted. */
+  /** Keeps a received message under `key` (see inboundKey), private. */
+  keepInbound(key: string, raw: Buffer): Promise<void>;
+  /** Removes every object of the project (keys `<projectId>/…` and `inbound/<projectId>/…`), when the project is deleted. */
   removeProject(projectId: string): Promise<void>;
   /** Folder the API serves the objects from itself; undefined when another server serves them. */
   readonly localRoot?: string;
@@ -26,6 +31,19 @@ const EXTENSION_TYPES: Record<ImageType['extension'], ImageType['contentType']> 
  * id) so one project's image URLs cannot be guessed from another's.
  */
 export const uploadKey = (projectId: string, type: ImageType) => `${projectId}/${randomBytes(16).toString('hex')}.${type.extension}`;
+
+/** `inbound/<projectId>/<32 random hex>.eml`: a received message, kept as it came (mail/inbound). */
+export const inboundKey = (projectId: string) => `${inboundPrefix(projectId)}${randomBytes(16).toString('hex')}.eml`;
+
+const INBOUND_KEY = /^inbound\/[A-Za-z0-9_]{1,64}\/[0-9a-f]{32}\.eml$/;
+
+/** Refuses anything but a key inboundKey made, so a key can never name a file outside its folder. */
+export function checkInboundKey(key: string): string {
+  if (!INBOUND_KEY.test(key)) throw new Error(`Not an inbound message key: ${key}`);
+  return key;
+}
+
+export const inboundPrefix = (projectId: string) => `inbound/${projectPrefix(projectId)}`;
 
 const PROJECT = /^[A-Za-z0-9_]{1,64}$/;
 const KEY = /^[A-Za-z0-9_]{1,64}\/[0-9a-f]{32}\.(png|jpg|gif|webp)$/;

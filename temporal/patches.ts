@@ -14,6 +14,8 @@ export const PATCHES = {
   journeyStepTransitions: 'journey-step-transitions',
   /** SEND_EMAIL records its end and what follows in the local activity that queues its email (2026-11-27). */
   journeySendRecordsTransition: 'journey-send-records-transition',
+  /** A segment compute's entry/exit events reach journeys through the trigger outbox, not a child workflow (2026-12-02). */
+  segmentEventsInOutbox: 'segment-events-in-outbox',
 } as const;
 
 export type PatchId = (typeof PATCHES)[keyof typeof PATCHES];

@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Request, RequestHandler } from 'express';
-import { memberRole, roleAtLeast } from '../../db/accounts/members';
+import { type Actor, memberRole, roleAtLeast } from '../../db/accounts/members';
+import type { SessionUser } from '../../db/accounts/users';
 import { Coalescer } from '../../db/coalescer';
 import { findProjectsByKeys, type KeyLookup, type KeyOwner } from '../../db/projects/projects';
 import type { Orm } from '../../db/orm';
@@ -114,6 +115,11 @@ async function byMembership(scope: RequestScope, projectId: string, route: Guard
   }
   const project = await scope.em.findOneOrFail(ProjectSchema, { id: projectId });
   return { project, via: 'session', role };
+}
+
+/** Who acts on a project: a session with its member role, or a secret key, which has no user and counts as ADMIN. */
+export function actorOf(auth: AuthContext, user: SessionUser | undefined): Actor {
+  return auth.via === 'session' ? { userId: user!.id, role: auth.role! } : { role: 'ADMIN' };
 }
 
 function refuseWritesWhenDisabled(project: Project, route: GuardedRoute): void {

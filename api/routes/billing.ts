@@ -47,6 +47,7 @@ async function rawBody(req: Request): Promise<Buffer> {
 /**
  * Monthly consumption and caps (always on: self-hosted servers cap too), and the payment provider's
  * checkout, portal, invoices and webhook (404 BILLING_DISABLED unless STRIPE_* is configured).
+ * A member's session or the project's own secret key (counts as ADMIN).
  */
 export function registerBillingRoutes(api: RouteRegistry, deps: AppDeps): void {
   const payments = (): PaymentProvider => {
@@ -59,7 +60,7 @@ export function registerBillingRoutes(api: RouteRegistry, deps: AppDeps): void {
     path: `${BASE}/billing-consumption`,
     tag: 'Billing',
     summary: 'Emails counted per category (transactional, campaign, workflow) in a calendar month (UTC), with the caps',
-    auth: 'session',
+    auth: 'secret',
     projectParam: 'id',
     params: idParams,
     query: consumptionQuery,
@@ -73,7 +74,7 @@ export function registerBillingRoutes(api: RouteRegistry, deps: AppDeps): void {
     path: `${BASE}/billing-limits`,
     tag: 'Billing',
     summary: 'Monthly caps per category (null: no cap)',
-    auth: 'session',
+    auth: 'secret',
     projectParam: 'id',
     params: idParams,
     response: billingLimitsSchema,
@@ -85,7 +86,7 @@ export function registerBillingRoutes(api: RouteRegistry, deps: AppDeps): void {
     path: `${BASE}/billing-limits`,
     tag: 'Billing',
     summary: 'Set monthly caps (a number caps, null removes; omitted categories keep theirs); over a cap sends get 402 BILLING_LIMIT_EXCEEDED',
-    auth: 'session',
+    auth: 'secret',
     projectParam: 'id',
     role: 'ADMIN',
     params: idParams,
@@ -99,16 +100,16 @@ export function registerBillingRoutes(api: RouteRegistry, deps: AppDeps): void {
     path: `${BASE}/checkout`,
     tag: 'Billing',
     summary: "A payment provider's checkout page for the project's subscription (409 when it already has one)",
-    auth: 'session',
+    auth: 'secret',
     projectParam: 'id',
     role: 'ADMIN',
     params: idParams,
     body: checkoutBody,
     response: sessionUrlSchema,
     handler: ({ scope, project, user, body }) =>
-      startCheckout(scope.em, payments(), project!, user.email, {
-        successUrl: body.successUrl ?? `${deps.config.publicUrl}/?billing=success&project=${project!.id}`,
-        cancelUrl: body.cancelUrl ?? `${deps.config.publicUrl}/?billing=cancelled&project=${project!.id}`,
+      startCheckout(scope.em, payments(), project, user?.email, {
+        successUrl: body.successUrl ?? `${deps.config.publicUrl}/?billing=success&project=${project.id}`,
+        cancelUrl: body.cancelUrl ?? `${deps.config.publicUrl}/?billing=cancelled&project=${project.id}`,
       }),
   });
 
@@ -117,7 +118,7 @@ export function registerBillingRoutes(api: RouteRegistry, deps: AppDeps): void {
     path: `${BASE}/billing-portal`,
     tag: 'Billing',
     summary: "The payment provider's customer portal (409 NO_BILLING_ACCOUNT before the first checkout)",
-    auth: 'session',
+    auth: 'secret',
     projectParam: 'id',
     role: 'ADMIN',
     params: idParams,
@@ -131,7 +132,7 @@ export function registerBillingRoutes(api: RouteRegistry, deps: AppDeps): void {
     path: `${BASE}/billing-invoices`,
     tag: 'Billing',
     summary: "The project's invoices from the payment provider, newest first (empty before the first checkout)",
-    auth: 'session',
+    auth: 'secret',
     projectParam: 'id',
     params: idParams,
     response: invoicesSchema,

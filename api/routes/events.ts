@@ -1,4 +1,5 @@
 import { getContact } from '../../db/contacts/contacts';
+import { SYSTEM_EVENTS } from '../../db/events/catalogue';
 import { deleteEventsByName, eventNames, eventStats, listEvents } from '../../db/events/events';
 import { eventUsage } from '../../db/insights/event-usage';
 import type { AppDeps } from '../context';
@@ -13,10 +14,11 @@ import {
   eventStatsResponse,
   eventUsageResponse,
   listEventsQuery,
+  systemEventsResponse,
 } from '../schemas/events';
 
 /**
- * Order matters: the fixed paths (`/events/names`, `/events/stats`) come first so no pattern takes
+ * Order matters: the fixed paths (`/events/names`, `/events/system`, `/events/stats`) come first so no pattern takes
  * them for an event name, and `/events/:eventName/usage` precedes `/events/contact/:contactId`
  * so the usage of an event named "contact" is reachable (no contact id is "usage").
  */
@@ -28,7 +30,7 @@ export function registerEventRoutes(api: RouteRegistry, _deps: AppDeps): void {
     summary: 'Tracked and emitted events, newest first (cursor pagination; filter by `name`)',
     description: `Events you tracked (\`POST /v1/track\`) and those the service records itself: \`email.sent\`,
 \`email.delivered\`, \`email.opened\`, \`email.clicked\`, \`email.bounced\`, \`email.complained\`,
-\`contact.subscribed\`, \`contact.unsubscribed\` and \`segment.<slug>.entry\` / \`.exit\`.`,
+\`email.received\`, \`contact.subscribed\`, \`contact.unsubscribed\` and \`segment.<slug>.entry\` / \`.exit\` (\`GET /events/system\`).`,
     auth: 'secret',
     query: listEventsQuery,
     response: cursorPage(eventSchema),
@@ -43,6 +45,21 @@ export function registerEventRoutes(api: RouteRegistry, _deps: AppDeps): void {
     auth: 'secret',
     response: eventNamesResponse,
     handler: async ({ scope, project }) => ({ names: await eventNames(scope.em, project.id) }),
+  });
+
+  api.add({
+    method: 'get',
+    path: '/events/system',
+    tag: 'Events',
+    summary: 'The events the service records itself, with their data: journeys can be triggered by them and wait for them',
+    description: `A journey listens to these as to any tracked event: as its trigger, or in a WAIT_FOR_EVENT step. A wait for an
+\`email.*\` event about one email (sent, delivered, opened, clicked, bounced, complained) waits for the email its own
+execution sent (the last SEND_EMAIL before it, or the step named by \`emailStepId\`). An event a journey caused (its own
+email's outcomes, a change its UPDATE_CONTACT step made) starts no journey, so journeys cannot trigger each other in a loop.
+Any other name under \`email.\`, \`contact.\` or \`segment.\` is refused with 422.`,
+    auth: 'secret',
+    response: systemEventsResponse,
+    handler: () => ({ events: SYSTEM_EVENTS.map((e) => ({ ...e })) }),
   });
 
   api.add({

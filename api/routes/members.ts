@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { type Actor, addMember, changeMemberRole, listMembers, removeMember } from '../../db/accounts/members';
-import type { SessionUser } from '../../db/accounts/users';
-import type { AppDeps, AuthContext } from '../context';
+import { addMember, changeMemberRole, listMembers, removeMember } from '../../db/accounts/members';
+import type { AppDeps } from '../context';
+import { actorOf } from '../middleware/auth';
 import type { RouteRegistry } from '../routing';
 import { addMemberBody, changeRoleBody, memberParams, memberSchema, projectIdParam } from '../schemas/accounts';
 
@@ -70,7 +70,3 @@ export function registerMemberRoutes(api: RouteRegistry, _deps: AppDeps): void {
   });
 }
 
-/** A key has no user and counts as ADMIN; a session acts with its member role. */
-function actorOf(auth: AuthContext, user: SessionUser | undefined): Actor {
-  return auth.via === 'session' ? { userId: user!.id, role: auth.role! } : { role: 'ADMIN' };
-}

@@ -3,6 +3,7 @@ import { rotateProjectKeys } from '../../db/projects/projects';
 import { projectSecurity } from '../../db/projects/security';
 import { createUserProject, getMe, listUserProjects, renameProject } from '../../db/accounts/user-projects';
 import type { AppDeps } from '../context';
+import { actorOf } from '../middleware/auth';
 import type { RouteRegistry } from '../routing';
 import {
   createdProjectSchema,
@@ -19,8 +20,10 @@ import {
 import { removeProject, resetProjectData } from '../use-cases/projects';
 
 /**
- * The signed-in user and their projects. Session only: a project key cannot reach these (401).
- * On `/users/@me/projects/:id…` the middleware checks membership and the role first.
+ * The signed-in user and their projects. `/users/@me` and the list belong to a user: session only
+ * (a key gets 401). `/users/@me/projects/:id…` belong to the project: a member's session (the
+ * middleware checks membership and the role first) or the project's own secret key, which counts
+ * as ADMIN, so it may do everything here but delete the project.
  */
 export function registerUserRoutes(api: RouteRegistry, deps: AppDeps): void {
   const tag = 'Users and projects';
@@ -62,13 +65,13 @@ export function registerUserRoutes(api: RouteRegistry, deps: AppDeps): void {
     path: '/users/@me/projects/:id',
     tag,
     summary: 'Rename the project (OWNER or ADMIN)',
-    auth: 'session',
+    auth: 'secret',
     projectParam: 'id',
     role: 'ADMIN',
     params: projectIdParam,
     body: projectNameBody,
     response: userProjectSchema,
-    handler: ({ scope, user, params, body }) => renameProject(scope.em, user.id, params.id, body.name),
+    handler: ({ scope, auth, user, params, body }) => renameProject(scope.em, params.id, body.name, actorOf(auth, user)),
   });
 
   api.add({
@@ -76,7 +79,7 @@ export function registerUserRoutes(api: RouteRegistry, deps: AppDeps): void {
     path: '/users/@me/projects/:id',
     tag,
     summary: 'Delete the project and everything in it (OWNER); its running journeys and campaigns are cancelled first',
-    auth: 'session',
+    auth: 'secret',
     projectParam: 'id',
     role: 'OWNER',
     params: projectIdParam,
@@ -92,7 +95,7 @@ export function registerUserRoutes(api: RouteRegistry, deps: AppDeps): void {
     path: '/users/@me/projects/:id/regenerate-keys',
     tag,
     summary: 'Replace both keys (OWNER or ADMIN); the old ones stop working at once',
-    auth: 'session',
+    auth: 'secret',
     projectParam: 'id',
     role: 'ADMIN',
     params: projectIdParam,
@@ -105,7 +108,7 @@ export function registerUserRoutes(api: RouteRegistry, deps: AppDeps): void {
     path: '/users/@me/projects/:id/security',
     tag,
     summary: 'Bounce and complaint rates (7 days, all time), project status and recent suspensions',
-    auth: 'session',
+    auth: 'secret',
     projectParam: 'id',
     params: projectIdParam,
     response: securitySchema,
@@ -119,7 +122,7 @@ export function registerUserRoutes(api: RouteRegistry, deps: AppDeps): void {
     summary:
       "Irreversibly delete the project's data (OWNER or ADMIN; `confirm` must be the project's exact name). " +
       'Keeps the project, keys, members, domains and suppression list',
-    auth: 'session',
+    auth: 'secret',
     projectParam: 'id',
     role: 'ADMIN',
     params: projectIdParam,

@@ -24,7 +24,12 @@ export const emailSummarySchema = z
     to: z.string(),
     subject: z.string(),
     attempts: z.number().int().describe('Times the email was handed to the relay'),
-    error: z.string().nullable().describe('Why it failed, or why it is being retried; null once sent'),
+    error: z
+      .string()
+      .nullable()
+      .describe(
+        "Why it failed, bounced or is being retried (the relay's reply; `suppressed`: the address hard-bounced or complained before, so it was not sent; `project disabled`); null once sent",
+      ),
     createdAt: time,
     sentAt: timeOrNull.describe('When the relay accepted it'),
     updatedAt: time,
@@ -49,7 +54,10 @@ export const emailDetailSchema = emailSummarySchema
       .describe("The relay's last answer: its 250 line once sent, its 4xx/5xx reply or the network error after a failed attempt"),
     deliveredAt: timeOrNull,
     bouncedAt: timeOrNull,
-    bounceType: z.enum(['hard', 'soft']).nullable(),
+    bounceType: z
+      .enum(['hard', 'soft'])
+      .nullable()
+      .describe("Hard: the relay refused the recipient for good (its reply in relayResponse) or a bounce notification said so; the address is then suppressed"),
     complainedAt: timeOrNull,
     opens: z.object(engagement).describe('Opens of the tracking pixel (a click counts as the first open when none came before)'),
     clicks: z

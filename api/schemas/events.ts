@@ -80,3 +80,15 @@ export const deleteEventsResponse = z.object({
   name: z.string(),
   deleted: z.number().int().describe('Events removed; 0 when none had the name'),
 });
+
+export const systemEventsResponse = z
+  .object({
+    events: z.array(
+      z.object({
+        name: z.string().describe('`segment.<slug>.entry` and `.exit` stand for every tracked segment'),
+        description: z.string(),
+        data: z.record(z.string(), z.string()).describe('The keys of the event data, each with what it holds'),
+      }),
+    ),
+  })
+  .meta({ id: 'SystemEvents' });

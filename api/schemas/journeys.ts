@@ -1,10 +1,13 @@
 import { z } from 'zod';
 import { BRANCHES, STEP_TYPES, stepConfigSchemas, type UserStepType } from '../../db/journeys/steps';
 import { cursorQuery } from './common';
+import { listenableEventName } from '../../db/events/catalogue';
 
 const name = z.string().trim().min(1).max(255);
 const description = z.string().max(2000).nullable().optional();
-const eventName = z.string().trim().min(1).max(255).describe('Name of the event that starts an execution for the contact it was tracked for');
+const eventName = listenableEventName.describe(
+  'Name of the event that starts an execution for the contact it was recorded for: a name you track, or one the service records (GET /events/system)',
+);
 const stepName = z.string().trim().min(1).max(255).nullable().optional().describe('Label shown in editors');
 
 export const createJourneyBody = z.object({

@@ -81,7 +81,7 @@ export async function trackAndTrigger(
     result = { ...answer(tracked), replayed: false };
   } else {
     result = await idempotent(scope.em, projectId, 'track', idempotencyKey, body, async (tx) => {
-      const tracked = await trackEvent(tx, projectId, deps.config.temporal.taskQueue, body);
+      const tracked = await trackEvent(tx, projectId, body);
       queued = tracked.queued;
       return answer(tracked);
     });

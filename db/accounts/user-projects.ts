@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { ImageStorage } from '../../storage/storage';
 import { AppError, notFound } from '../../errors';
-import { addOwner, type Role } from './members';
+import { type Actor, addOwner, type Role } from './members';
 import { type ProjectRunner, stopProjectWork } from '../projects/reset';
 import { createProject, type ProjectWithKeys } from '../projects/projects';
 import { query, queryOne } from '../sql';
@@ -41,8 +41,9 @@ interface UserProjectRow {
   created_at: Date;
 }
 
-const PROJECT_COLUMNS = `p.id, p.name, m.role, p.secret_key_preview, p.public_key_preview, p.disabled, p.disabled_reason,
-  p.disabled_at, p.created_at`;
+/** The columns of a UserProjectRow, with the role taken from `role` (an SQL expression). */
+const projectColumns = (role: string) => `p.id, p.name, ${role} as role, p.secret_key_preview, p.public_key_preview, p.disabled,
+  p.disabled_reason, p.disabled_at, p.created_at`;
 
 const toUserProject = (r: UserProjectRow): UserProjectDto => ({
   id: r.id,
@@ -83,7 +84,7 @@ export async function getMe(em: EntityManager, userId: string): Promise<MeDto> {
 export async function listUserProjects(em: EntityManager, userId: string): Promise<UserProjectDto[]> {
   const rows = await query<UserProjectRow>(
     em,
-    `select ${PROJECT_COLUMNS} from project_members m join projects p on p.id = m.project_id
+    `select ${projectColumns('m.role')} from project_members m join projects p on p.id = m.project_id
      where m.user_id = ? order by p.created_at, p.id`,
     [userId],
   );
@@ -93,7 +94,7 @@ export async function listUserProjects(em: EntityManager, userId: string): Promi
 export async function getUserProject(em: EntityManager, userId: string, projectId: string): Promise<UserProjectDto> {
   const row = await queryOne<UserProjectRow>(
     em,
-    `select ${PROJECT_COLUMNS} from project_members m join projects p on p.id = m.project_id where m.user_id = ? and p.id = ?`,
+    `select ${projectColumns('m.role')} from project_members m join projects p on p.id = m.project_id where m.user_id = ? and p.id = ?`,
     [userId, projectId],
   );
   if (!row) throw notFound('project');
@@ -119,9 +120,16 @@ export async function createProjectForOwner(em: EntityManager, ownerEmail: strin
   return createUserProject(em, user.id, name);
 }
 
-export async function renameProject(em: EntityManager, userId: string, projectId: string, name: string): Promise<UserProjectDto> {
-  await query(em, 'update projects set name = ?, updated_at = now() where id = ?', [name, projectId]);
-  return getUserProject(em, userId, projectId);
+/** Renames the project; the answer shows it with the asker's role (a secret key's: ADMIN). */
+export async function renameProject(em: EntityManager, projectId: string, name: string, asker: Actor): Promise<UserProjectDto> {
+  const row = await queryOne<UserProjectRow>(
+    em,
+    `update projects p set name = ?, updated_at = now() where id = ?
+     returning ${projectColumns('?::text')}`,
+    [name, projectId, asker.role],
+  );
+  if (!row) throw notFound('project');
+  return toUserProject(row);
 }
 
 /**

@@ -35,7 +35,7 @@ export async function startCheckout(
   em: EntityManager,
   payments: PaymentProvider,
   project: { id: string; name: string },
-  callerEmail: string,
+  callerEmail: string | undefined,
   urls: { successUrl: string; cancelUrl: string },
 ): Promise<{ url: string }> {
   const existing = await account(em, project.id);
@@ -44,7 +44,8 @@ export async function startCheckout(
       suggestion: 'Change or cancel it in the billing portal: POST /users/@me/projects/:id/billing-portal.',
     });
   }
-  const customer = existing ? { id: existing.customer_id } : { email: callerEmail };
+  // A secret key has no email: the payer enters theirs on the checkout page.
+  const customer = existing ? { id: existing.customer_id } : callerEmail ? { email: callerEmail } : undefined;
   return fromProvider(payments.createCheckoutSession(project, customer, urls.successUrl, urls.cancelUrl));
 }
 

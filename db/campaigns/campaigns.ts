@@ -22,6 +22,7 @@ export type CampaignType = 'MARKETING' | 'TRANSACTIONAL';
 
 export interface CampaignStats {
   totalRecipients: number;
+  /** Handed to the relay: accepted, or refused by it for good (a hard bounce, counted in `bounced` too). */
   sent: number;
   delivered: number;
   opened: number;
@@ -154,16 +155,12 @@ function toStats(totalRecipients: number, c: CountsRow | undefined): CampaignSta
 }
 
 /**
- * Counts over the campaign's emails (the tracking columns of migration 050000). "unsubscribed":
- * recipients who are unsubscribed now and whose `contact.unsubscribed` event came after their
- * email of this campaign was sent.
- */
-/**
  * The one definition of campaign stats, over `emails e left join contacts ct`: analytics counts
- * with it too. "unsubscribed" are recipients unsubscribed now whose `contact.unsubscribed` came
- * after their email.
+ * with it too. "sent": handed to the relay, so an email it refused (BOUNCED with no sent_at)
+ * counts in `sent` and `bounced` alike. "unsubscribed" are recipients unsubscribed now whose
+ * `contact.unsubscribed` came after their email.
  */
-export const CAMPAIGN_COUNTS = `count(e.sent_at) as sent, count(e.delivered_at) as delivered, count(e.opened_at) as opened,
+export const CAMPAIGN_COUNTS = `count(coalesce(e.sent_at, e.bounced_at)) as sent, count(e.delivered_at) as delivered, count(e.opened_at) as opened,
   count(e.clicked_at) as clicked, count(e.bounced_at) as bounced, count(e.complained_at) as complained,
   count(*) filter (where e.sent_at is not null and ct.subscribed = false and exists (
     select 1 from events ev

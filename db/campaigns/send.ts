@@ -1,11 +1,13 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { notifyQueued } from '../messages/delivery-queue';
+import { recordRelayBounces, type RelayRefusal } from '../messages/engagement';
 import { audienceSql, type CampaignRow, type CampaignStatus, type CampaignType } from './campaigns';
 import type { ContactDto } from '../contacts/contacts';
 import type { MarketingContext } from '../messages/content';
 import type { JsonValue } from '../entities/contact';
 import { newId } from '../ids';
 import { query, queryOne, transaction } from '../sql';
+import { recordEventsCtes } from '../record-events';
 
 /**
  * A campaign's send as the campaign workflow's activities see it: the audience snapshot when it is
@@ -191,11 +193,11 @@ export async function markCampaignEmailsSent(em: EntityManager, projectId: strin
        -- read every unsent email through emails_to_email (sent_at second) and hashed them (5 ms at 20,000).
        from s where e.id = s.email_id and e.id = any(?::uuid[]) and e.sent_at is null and e.status <> 'FAILED'
        returning e.id, e.contact_id
-     ), ev as (
-       insert into events (id, project_id, contact_id, name, data)
-       select s.event_id, ?, upd.contact_id, 'email.sent', jsonb_build_object('emailId', upd.id, 'campaignId', ?::text)
+     ), sent as (
+       select s.event_id as id, ?::text as project_id, upd.contact_id, 'email.sent' as name,
+         jsonb_build_object('emailId', upd.id, 'campaignId', ?::text) as data, null::jsonb as context, false as by_journey
        from upd join s on s.email_id = upd.id
-     ), rec as (
+     ), ${recordEventsCtes('sent')}, rec as (
        update campaign_recipients r set status = 'SENT', email_id = s.email_id
        from s where r.campaign_id = ? and r.contact_id = s.contact_id
      )
@@ -204,7 +206,25 @@ export async function markCampaignEmailsSent(em: EntityManager, projectId: strin
   );
 }
 
-/** A relay's permanent refusal (5xx): the email FAILED, its recipient FAILED; not tried again. */
+/**
+ * The relay refused these recipients for good (hard bounces): each attempt counted, then recorded
+ * as every sender records one (recordRelayBounces: BOUNCED with the reply, `email.bounced`, the
+ * address suppressed, the recipient FAILED).
+ */
+export async function markCampaignEmailsBounced(em: EntityManager, bounces: RelayRefusal[]): Promise<void> {
+  if (bounces.length === 0) return;
+  await transaction(em, async (tx) => {
+    await query(
+      tx,
+      `update emails set attempts = attempts + 1, last_attempt_at = now(), updated_at = now()
+       where id = any(?::uuid[]) and status in ('QUEUED','SENDING')`,
+      [bounces.map((b) => b.emailId)],
+    );
+    await recordRelayBounces(tx, bounces);
+  });
+}
+
+/** A relay's permanent refusal (5xx) that is no bounce: the email FAILED, its recipient FAILED; not tried again. */
 export async function markCampaignEmailsFailed(
   em: EntityManager,
   campaignId: string,

@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { notFound } from '../../errors';
 import { newId } from '../ids';
 import { query, queryOne, transaction } from '../sql';
+import { recordEvents, subscriptionEventName } from '../record-events';
 
 export const BULK_OPERATIONS = ['subscribe', 'unsubscribe', 'delete'] as const;
 export type BulkOperation = (typeof BULK_OPERATIONS)[number];
@@ -148,19 +149,8 @@ export async function applySubscriptionChunk(em: EntityManager, jobId: string, o
       row.project_id,
       ids,
     ]);
-    if (changed.length > 0) {
-      await query(
-        tx,
-        `insert into events (id, project_id, contact_id, name, data)
-         select e, ?, c, ?, '{}'::jsonb from unnest(?::text[], ?::text[]) as t(e, c)`,
-        [
-          row.project_id,
-          subscribed ? 'contact.subscribed' : 'contact.unsubscribed',
-          changed.map(() => newId('evt')),
-          changed.map((c) => c.id),
-        ],
-      );
-    }
+    const name = subscriptionEventName(subscribed);
+    await recordEvents(tx, changed.map((c) => ({ projectId: row.project_id, contactId: c.id, name })));
     const found = new Set(existing.map((r) => r.id));
     const errors = ids.filter((id) => !found.has(id)).map((contactId) => ({ contactId, reason: 'not_found' }));
     const nextOffset = offset + ids.length;

@@ -3,6 +3,7 @@ import { conflict, notFound } from '../../errors';
 import { type DataPatch, inferFieldType, planDataPatch } from './data';
 import type { JsonValue } from '../entities/contact';
 import { newId } from '../ids';
+import { recordEventsCtes } from '../record-events';
 import { type CursorPage, keysetPage } from '../paging';
 import { query, queryOne } from '../sql';
 
@@ -103,10 +104,15 @@ export interface PlannedUpsert {
  *  - `previous`: the rows as they were, locked in (project, email) order, so two statements never
  *    wait on each other in a cycle;
  *  - `up`: the rows as written (CONTACT_COLUMNS, `project_id`, `inserted`, `previous_subscribed`);
- *  - `changed`, with `recordChanges`: contact.subscribed / contact.unsubscribed, when an explicit
- *    value changed an existing contact's state (recordSubscriptionChange's rule, in SQL).
+ *  - `changes`, with `recordChanges`: the contact.subscribed / contact.unsubscribed events to record
+ *    when an explicit value changed an existing contact's state (recordSubscriptionChange's rule, in
+ *    SQL), as the source columns of db/record-events.ts recordEventsCtes; the caller records them
+ *    in the same statement, with its own events when it has any, so they keep their order.
  */
-export function contactUpsertCtes(inputs: readonly ContactUpsert[], opts: { recordChanges: boolean }): { sql: string; params: unknown[]; planned: PlannedUpsert[] } {
+export function contactUpsertCtes(
+  inputs: readonly ContactUpsert[],
+  opts: { recordChanges: boolean },
+): { sql: string; params: unknown[]; planned: PlannedUpsert[]; changes?: string } {
   const cols = {
     ord: [] as number[],
     project: [] as string[],
@@ -172,9 +178,10 @@ export function contactUpsertCtes(inputs: readonly ContactUpsert[], opts: { reco
          (select p.subscribed from previous p where p.project_id = c.project_id and p.email = c.email) as previous_subscribed
      )${
        opts.recordChanges
-         ? `, changed as (
-       insert into events (id, project_id, contact_id, name, data)
-       select r.change_id, up.project_id, up.id, case when up.subscribed then 'contact.subscribed' else 'contact.unsubscribed' end, '{}'::jsonb
+         ? `, changes as (
+       select r.change_id as id, up.project_id, up.id as contact_id,
+         case when up.subscribed then 'contact.subscribed' else 'contact.unsubscribed' end as name,
+         '{}'::jsonb as data, null::jsonb as context, false as by_journey
        from up join r on r.project_id = up.project_id and r.email = up.email
        where not up.inserted and up.previous_subscribed <> up.subscribed
      )`
@@ -184,18 +191,25 @@ export function contactUpsertCtes(inputs: readonly ContactUpsert[], opts: { reco
     cols.ord, cols.project, cols.email, cols.newId, cols.subscribedNew, cols.subscribedGiven, cols.set, cols.remove, cols.changeId,
     fields.project, fields.key, fields.type,
   ];
-  return { sql, params, planned };
+  return { sql, params, planned, ...(opts.recordChanges ? { changes: 'changes' } : {}) };
 }
 
-/** Create or patch by email in one statement, applying the `data` rules. */
+/**
+ * Create or patch by email in one statement, applying the `data` rules, with the
+ * contact.subscribed / contact.unsubscribed event when an explicit value changed the subscription.
+ */
 export async function upsertContact(
   em: EntityManager,
   projectId: string,
   input: ContactInput,
   opts: { subscribedWhenNew: boolean },
 ): Promise<UpsertResult> {
-  const { sql, params, planned } = contactUpsertCtes([{ ...input, projectId, subscribedWhenNew: opts.subscribedWhenNew }], { recordChanges: false });
-  const row = await queryOne<ContactRow & { inserted: boolean; previous_subscribed: boolean | null }>(em, `${sql} select * from up`, params);
+  const { sql, params, planned } = contactUpsertCtes([{ ...input, projectId, subscribedWhenNew: opts.subscribedWhenNew }], { recordChanges: true });
+  const row = await queryOne<ContactRow & { inserted: boolean; previous_subscribed: boolean | null }>(
+    em,
+    `${sql}, ${recordEventsCtes('changes')} select * from up`,
+    params,
+  );
   return {
     contact: toContactDto(row!),
     isNew: row!.inserted,
@@ -213,25 +227,38 @@ export async function getContact(em: EntityManager, projectId: string, id: strin
   return toContactDto(row);
 }
 
+/**
+ * PATCH semantics on one contact, in one statement, with the contact.subscribed /
+ * contact.unsubscribed event when the subscription changed (`byJourney`: a journey's UPDATE_CONTACT
+ * made the change, so the event starts no journey: db/record-events.ts).
+ */
 export async function updateContact(
   em: EntityManager,
   projectId: string,
   id: string,
   input: Partial<ContactInput>,
+  opts: { byJourney?: boolean } = {},
 ): Promise<{ contact: ContactDto; previousSubscribed: boolean }> {
   const patch = planDataPatch(input.data);
   const reg = registerFieldsCte(projectId, patch, id);
   const sql = `${reg.sql || 'with '}previous as (
       select subscribed from contacts where project_id = ? and id = ? for update
-    )
-    update contacts c set
-      email = coalesce(?, c.email),
-      subscribed = coalesce(?::boolean, c.subscribed),
-      data = (c.data || ?::jsonb) - ?::text[],
-      updated_at = now()
-    from (select count(*) from previous) as locked
-    where c.project_id = ? and c.id = ?
-    returning ${CONTACT_COLUMNS}, (select subscribed from previous) as previous_subscribed`;
+    ), updated as (
+      update contacts c set
+        email = coalesce(?, c.email),
+        subscribed = coalesce(?::boolean, c.subscribed),
+        data = (c.data || ?::jsonb) - ?::text[],
+        updated_at = now()
+      from (select count(*) from previous) as locked
+      where c.project_id = ? and c.id = ?
+      returning ${CONTACT_COLUMNS}, c.project_id, (select subscribed from previous) as previous_subscribed
+    ), changes as (
+      select ?::text as id, u.project_id, u.id as contact_id,
+        case when u.subscribed then 'contact.subscribed' else 'contact.unsubscribed' end as name,
+        '{}'::jsonb as data, null::jsonb as context, ?::boolean as by_journey
+      from updated u where u.subscribed <> u.previous_subscribed
+    ), ${recordEventsCtes('changes')}
+    select * from updated`;
   try {
     const row = await queryOne<ContactRow & { previous_subscribed: boolean }>(em, sql, [
       ...reg.params,
@@ -243,6 +270,8 @@ export async function updateContact(
       patch.remove,
       projectId,
       id,
+      newId('evt'),
+      opts.byJourney ?? false,
     ]);
     if (!row) throw notFound('contact');
     return { contact: toContactDto(row), previousSubscribed: row.previous_subscribed };

@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError, conflict, notFound } from '../../errors';
 import { type DkimKeyPair, type DnsRecord, domainRecords } from '../../mail/dkim';
-import type { DomainCheck } from '../../mail/domain-check';
+import { type DomainCheck, type ReturnPathSettings, returnPathRecords } from '../../mail/domain-check';
 import { newId } from '../ids';
 import { query, queryOne } from '../sql';
 
@@ -16,6 +16,8 @@ export interface DomainDto {
   lastCheck: DomainCheck | null;
   lastCheckedAt: string | null;
   verifiedAt: string | null;
+  /** Since when its emails may go from their bounce addresses (the return-path records checked out); null: from the From address. */
+  returnPathVerifiedAt: string | null;
   createdAt: string;
 }
 
@@ -29,11 +31,12 @@ interface DomainRow {
   last_check: DomainCheck | null;
   last_checked_at: Date | null;
   verified_at: Date | null;
+  return_path_verified_at: Date | null;
   created_at: Date;
 }
 
 const COLUMNS =
-  'id, project_id, domain, status, dkim_selector, dkim_public_key, last_check, last_checked_at, verified_at, created_at';
+  'id, project_id, domain, status, dkim_selector, dkim_public_key, last_check, last_checked_at, verified_at, return_path_verified_at, created_at';
 
 const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
 
@@ -47,6 +50,7 @@ function toDto(row: DomainRow): DomainDto {
     lastCheck: row.last_check,
     lastCheckedAt: iso(row.last_checked_at),
     verifiedAt: iso(row.verified_at),
+    returnPathVerifiedAt: iso(row.return_path_verified_at),
     createdAt: new Date(row.created_at).toISOString(),
   };
 }
@@ -80,7 +84,8 @@ export async function deleteDomain(em: EntityManager, projectId: string, id: str
 
 /**
  * Stores a check. A conclusive failure puts a verified domain back to pending: its DKIM record
- * is gone, so mail signed for it would fail DKIM. A DNS timeout changes nothing.
+ * is gone, so mail signed for it would fail DKIM. The return path is judged apart: its records
+ * missing only send the domain's emails from the From address again. A DNS timeout changes nothing.
  */
 export async function recordDomainCheck(em: EntityManager, id: string, check: DomainCheck): Promise<DomainDto | undefined> {
   const status: DomainStatus | null = check.verified ? 'verified' : check.conclusive ? 'pending' : null;
@@ -91,9 +96,11 @@ export async function recordDomainCheck(em: EntityManager, id: string, check: Do
        last_checked_at = now(),
        status = coalesce(?, status),
        verified_at = case when ? = 'verified' then coalesce(verified_at, now())
-                          when ? = 'pending' then null else verified_at end
+                          when ? = 'pending' then null else verified_at end,
+       return_path_verified_at = case when ?::boolean then coalesce(return_path_verified_at, now())
+                                      when ?::boolean then null else return_path_verified_at end
      where id = ? returning ${COLUMNS}`,
-    [JSON.stringify(check), status, status, status, id],
+    [JSON.stringify(check), status, status, status, check.returnPath.ready, check.returnPath.conclusive, id],
   );
   return row && toDto(row);
 }
@@ -142,7 +149,15 @@ export function sendingState(status: DomainStatus, policy: SenderPolicy): Sendin
   return { allowed: false, reason: 'Publish the DNS records, then force a check with GET /domains/:id/verify.' };
 }
 
-export const withSendingState = (domain: DomainDto, policy: SenderPolicy) => ({ ...domain, sending: sendingState(domain.status, policy) });
+/**
+ * The domain as the API shows it: with whether it can send, and the return-path records, whose
+ * host and MX target come from the configuration (RETURN_PATH_LABEL, INBOUND_MX_HOST).
+ */
+export const withSendingState = (domain: DomainDto, policy: SenderPolicy & { returnPath: ReturnPathSettings }) => ({
+  ...domain,
+  records: [...domain.records, ...returnPathRecords(domain.domain, policy.returnPath)],
+  sending: sendingState(domain.status, policy),
+});
 
 /**
  * Mail may only be sent from a domain the project has verified (or, in outbox mode, registered):
@@ -156,6 +171,12 @@ export async function requireVerifiedSender(em: EntityManager, projectId: string
     [projectId, domain],
   );
   return acceptedSenderDomain(domain, row, policy);
+}
+
+/** The project mail to an address at `domain` goes to: the one that verified the domain. */
+export async function projectOfVerifiedDomain(em: EntityManager, domain: string): Promise<string | undefined> {
+  const row = await queryOne<{ project_id: string }>(em, `select project_id from domains where domain = ? and status = 'verified'`, [domain.toLowerCase()]);
+  return row?.project_id;
 }
 
 export const senderDomain = (fromEmail: string) => fromEmail.slice(fromEmail.lastIndexOf('@') + 1).toLowerCase();

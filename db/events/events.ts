@@ -1,8 +1,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { JsonValue } from '../entities/contact';
-import { newId } from '../ids';
+import { type RecordedEvent, recordEvents, subscriptionEventName } from '../record-events';
 import { type CursorPage, keysetPage } from '../paging';
-import { query, queryOne } from '../sql';
+import { query } from '../sql';
 
 /** Names the service emits itself; clients may not track them (contract-decisions "Events"). */
 export const RESERVED_EVENT_PREFIXES = ['email.', 'contact.', 'segment.'] as const;
@@ -35,31 +35,30 @@ const toDto = (r: EventRow): EventDto => ({
   createdAt: new Date(r.created_at).toISOString(),
 });
 
+/** One event, through the one event path (db/record-events.ts). */
 export async function recordEvent(
   em: EntityManager,
   projectId: string,
   contactId: string | null,
   name: string,
   data: Record<string, JsonValue> = {},
-): Promise<{ id: string; createdAt: string }> {
-  const row = await queryOne<{ id: string; created_at: Date }>(
-    em,
-    'insert into events (id, project_id, contact_id, name, data) values (?, ?, ?, ?, ?::jsonb) returning id, created_at',
-    [newId('evt'), projectId, contactId, name, JSON.stringify(data)],
-  );
-  return { id: row!.id, createdAt: new Date(row!.created_at).toISOString() };
+  opts: { byJourney?: boolean } = {},
+): Promise<RecordedEvent> {
+  const [recorded] = await recordEvents(em, [{ projectId, contactId, name, data, byJourney: opts.byJourney }]);
+  return recorded!;
 }
 
-/** contact.subscribed / contact.unsubscribed when an explicit value changed the state. */
+/** contact.subscribed / contact.unsubscribed when an explicit value changed the state; never for a no-op. */
 export async function recordSubscriptionChange(
   em: EntityManager,
   projectId: string,
   contactId: string,
   previous: boolean | null,
   current: boolean,
+  opts: { byJourney?: boolean } = {},
 ): Promise<void> {
   if (previous === null || previous === current) return;
-  await recordEvent(em, projectId, contactId, current ? 'contact.subscribed' : 'contact.unsubscribed');
+  await recordEvent(em, projectId, contactId, subscriptionEventName(current), {}, opts);
 }
 
 export async function listEvents(

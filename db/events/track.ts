@@ -5,6 +5,7 @@ import { inContactRounds } from '../contacts/rounds';
 import { newId } from '../ids';
 import type { Orm } from '../orm';
 import { query } from '../sql';
+import { recordEventsCtes } from '../record-events';
 
 export interface TrackRequest {
   email: string;
@@ -28,12 +29,11 @@ export interface TrackItem {
 
 /**
  * A tracked event in one statement, so it is atomic without a transaction of its own and costs one
- * round trip (six with BEGIN, COMMIT and a statement per step: docs/performance.md). For use
- * inside a transaction (an Idempotency-Key's); without one, `TrackBatches` shares the statement
- * with concurrent requests.
+ * round trip. For use inside a transaction (an Idempotency-Key's); without one, `TrackBatches`
+ * shares the statement with concurrent requests.
  */
-export async function trackEvent(em: EntityManager, projectId: string, queue: string, req: TrackRequest): Promise<TrackedEvent> {
-  return (await trackDistinct(em, queue, [{ projectId, req }]))[0]!;
+export async function trackEvent(em: EntityManager, projectId: string, req: TrackRequest): Promise<TrackedEvent> {
+  return (await trackDistinct(em, [{ projectId, req }]))[0]!;
 }
 
 /**
@@ -45,10 +45,10 @@ export async function trackEvent(em: EntityManager, projectId: string, queue: st
 export class TrackBatches {
   private readonly batches: Coalescer<TrackItem, TrackedEvent>;
 
-  constructor(orm: Orm, queue: string) {
+  constructor(orm: Orm) {
     // One manager for every batch: raw statements only take a pooled connection through it.
     const em = orm.em.fork();
-    this.batches = new Coalescer((items) => trackEvents(em, queue, items), { maxBatch: 64, maxInFlight: 4 });
+    this.batches = new Coalescer((items) => trackEvents(em, items), { maxBatch: 64, maxInFlight: 4 });
   }
 
   track(projectId: string, req: TrackRequest): Promise<TrackedEvent> {
@@ -57,22 +57,21 @@ export class TrackBatches {
 }
 
 /** Tracks every item, in order, a contact's items in statements one after another (db/contacts/rounds.ts). */
-export function trackEvents(em: EntityManager, queue: string, items: readonly TrackItem[]): Promise<(TrackedEvent | Error)[]> {
-  return inContactRounds(items, (item) => ({ projectId: item.projectId, email: item.req.email }), (round) => trackDistinct(em, queue, round));
+export function trackEvents(em: EntityManager, items: readonly TrackItem[]): Promise<(TrackedEvent | Error)[]> {
+  return inContactRounds(items, (item) => ({ projectId: item.projectId, email: item.req.email }), (round) => trackDistinct(em, round));
 }
 
 /**
  * One statement for items of distinct contacts:
  *  - the contacts are upserted (db/contacts/contacts.ts contactUpsertCtes: a new one is subscribed
- *    unless `subscribed: false` is sent) and a subscription change an explicit value made is recorded;
- *  - each event is stored with its data (one-shot `{value, persistent:false}` values only reach the
- *    trigger's context);
- *  - what it must cause later is written beside it (trigger_outbox, the transactional outbox): a
- *    row only when an enabled workflow is triggered by the name or the contact has an active
- *    execution, which is signalled. The executions the event starts never get their own trigger.
- *    The caller wakes the trigger dispatcher after the commit (db/messages/engine-wakeups.ts).
+ *    unless `subscribed: false` is sent), and a subscription change an explicit value made is
+ *    recorded before the event that carried it;
+ *  - each event is recorded with its data through the one event path (db/record-events.ts), which
+ *    writes the journey triggers beside it; one-shot `{value, persistent:false}` values only reach
+ *    the context of the journeys it starts. The caller wakes the trigger dispatcher after the
+ *    commit (db/messages/engine-wakeups.ts).
  */
-async function trackDistinct(em: EntityManager, queue: string, items: readonly TrackItem[]): Promise<TrackedEvent[]> {
+async function trackDistinct(em: EntityManager, items: readonly TrackItem[]): Promise<TrackedEvent[]> {
   const contacts = contactUpsertCtes(
     items.map(({ projectId, req }) => ({ projectId, email: req.email, data: req.data, subscribed: req.subscribed, subscribedWhenNew: true })),
     { recordChanges: true },
@@ -90,27 +89,16 @@ async function trackDistinct(em: EntityManager, queue: string, items: readonly T
     em,
     `${contacts.sql}, e as (
        select * from unnest(?::int[], ?::text[], ?::text[], ?::jsonb[]) as e(ord, event_id, name, context)
-     ), ev as (
-       insert into events (id, project_id, contact_id, name, data)
-       select e.event_id, r.project_id, up.id, e.name, r.set_data
+     ), s as (
+       select id, project_id, contact_id, name, data, context, by_journey from changes
+       union all
+       select e.event_id, r.project_id, up.id, e.name, r.set_data, e.context, false
        from e join r on r.ord = e.ord join up on up.project_id = r.project_id and up.email = r.email
-       returning id, project_id, contact_id, name, created_at
-     ), active as (
-       select ev.id as event_id, coalesce(array_agg(w.id order by w.id) filter (where w.id is not null), '{}') as ids
-       from ev left join workflow_executions w
-         on w.contact_id = ev.contact_id and w.project_id = ev.project_id and w.status in ('RUNNING','WAITING')
-       group by ev.id
-     ), queued as (
-       insert into trigger_outbox (queue, project_id, contact_id, event_id, name, tracked_at, context, signal_executions)
-       select ?, ev.project_id, ev.contact_id, ev.id, ev.name, ev.created_at, e.context, active.ids
-       from ev join active on active.event_id = ev.id join e on e.event_id = ev.id
-       where cardinality(active.ids) > 0
-          or exists (select 1 from workflows w where w.project_id = ev.project_id and w.enabled and w.trigger_config->>'eventName' = ev.name)
-       returning event_id
-     )
-     select e.ord, ev.contact_id as contact, ev.id as event, ev.created_at, exists (select 1 from queued q where q.event_id = ev.id) as queued
-     from e join ev on ev.id = e.event_id`,
-    [...contacts.params, events.ord, events.id, events.name, events.context, queue],
+     ), ${recordEventsCtes('s')}
+     select e.ord, ev.contact_id as contact, ev.id as event, ev.created_at,
+       exists (select 1 from recorded_triggers q join recorded x on x.id = q.event_id where x.contact_id = ev.contact_id) as queued
+     from e join recorded ev on ev.id = e.event_id`,
+    [...contacts.params, events.ord, events.id, events.name, events.context],
   );
   const tracked: TrackedEvent[] = new Array(items.length);
   for (const row of rows) {

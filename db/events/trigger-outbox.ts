@@ -3,7 +3,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { JsonValue } from '../entities/contact';
 import { query } from '../sql';
 
-/** A tracked event with journeys to start or executions to signal (trigger_outbox). */
+/** A recorded event with journeys to start or executions to signal (trigger_outbox, db/record-events.ts). */
 export interface TriggerRow {
   id: string;
   projectId: string;
@@ -12,8 +12,10 @@ export interface TriggerRow {
   name: string;
   trackedAt: string;
   context: Record<string, JsonValue>;
-  /** The contact's executions that were active when the event was tracked: they receive it. */
+  /** The contact's executions that waited for the event when it was recorded: they receive it. */
   signalExecutions: string[];
+  /** False for an event a journey caused (db/record-events.ts, the loop rule): it starts no journey. */
+  startsJourneys: boolean;
 }
 
 /**
@@ -31,6 +33,7 @@ export async function claimTriggers(em: EntityManager, queue: string, limit: num
     tracked_at: Date;
     context: Record<string, JsonValue>;
     signal_executions: string[];
+    starts_journeys: boolean;
   }>(
     em,
     `update trigger_outbox t set lease_until = now() + make_interval(secs => ?)
@@ -51,6 +54,7 @@ export async function claimTriggers(em: EntityManager, queue: string, limit: num
       trackedAt: new Date(r.tracked_at).toISOString(),
       context: r.context,
       signalExecutions: r.signal_executions,
+      startsJourneys: r.starts_journeys,
     }));
 }
 

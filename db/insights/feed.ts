@@ -13,6 +13,7 @@ import { query, queryOne } from '../sql';
  *
  * Types:
  * - an emitted event (`email.*`, `contact.*`, `segment.*`, the reserved prefixes) is its own type;
+ *   `email.received` is the inbound one (mail the contact sent us, api/use-cases/inbound.ts);
  * - a tracked event is `event.tracked`, its name in `name`;
  * - `workflow.started` (execution started_at), `workflow.completed` (finished_at of COMPLETED ones),
  *   `campaign.sent` (sent_at), `campaign.scheduled` (campaigns with a scheduled_for, placed at the moment
@@ -25,7 +26,8 @@ export const DERIVED_TYPES = ['workflow.started', 'workflow.completed', 'campaig
 type DerivedType = (typeof DERIVED_TYPES)[number];
 
 export const FEED_TYPE_NOTE =
-  'Types: email.sent, email.delivered, email.opened, email.clicked, email.bounced, email.complained, contact.subscribed, ' +
+  'Types: email.sent, email.delivered, email.opened, email.clicked, email.bounced, email.complained, ' +
+  'email.received (inbound mail: a reply or other message from the contact), contact.subscribed, ' +
   'contact.unsubscribed, segment.<slug>.entry, segment.<slug>.exit, event.tracked (any name a client tracked), ' +
   'workflow.started, workflow.completed, campaign.scheduled, campaign.sent.';
 

@@ -131,6 +131,13 @@ export function validateJourneyGraph(graph: JourneyGraph | ValidatableGraph): Gr
           message: `${describe(id)} mixes an unlabelled transition (taken on event and on timeout) with labelled ones; use one unlabelled transition or "event"/"timeout" ones`,
         });
       }
+      const named = step.config.emailStepId;
+      if (named !== undefined && g.steps[named]?.type !== 'SEND_EMAIL') {
+        issues.push({
+          path: `steps.${id}`,
+          message: `${describe(id)} waits for the email of step ${named}, which is not a SEND_EMAIL step of this workflow`,
+        });
+      }
     }
   }
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { listenableEventName } from '../events/catalogue';
 import { CONDITION_OPERATORS, DURATION_UNITS, TIMED_OPERATORS, VALUELESS_OPERATORS } from '../conditions/grammar';
 
 /**
@@ -28,8 +29,15 @@ export const stepConfigSchemas = {
     .object({ amount: z.number().int().positive(), unit: durationUnit })
     .refine((c) => c.amount * UNIT_MINUTES[c.unit] <= MAX_DELAY_MINUTES, { message: 'A delay is at most 365 days', path: ['amount'] }),
   WAIT_FOR_EVENT: z.object({
-    eventName: z.string().trim().min(1).max(255),
+    eventName: listenableEventName,
     timeout: z.number().int().positive().max(365 * 24 * 3600).optional().describe('Seconds; without it the step waits for ever'),
+    emailStepId: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        'For an email.* event: the SEND_EMAIL step whose email it must be about; default the last SEND_EMAIL this execution ran before the wait',
+      ),
   }),
   CONDITION: z
     .object({

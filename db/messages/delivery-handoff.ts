@@ -1,5 +1,6 @@
 import type { EmailForDelivery } from './emails';
 import type { PreparedEmail } from './prepare';
+import { ProjectTurns } from './project-turns';
 
 /** The wake-up key of a queue's handed-off emails (OutboxListener), apart from the NOTIFY key, so a lane woken by one looks in memory, not in the table. */
 export const handoffKey = (queue: string) => `handoff:${queue}`;
@@ -10,10 +11,16 @@ interface Round {
   wake: () => void;
 }
 
+interface Waiting {
+  email: EmailForDelivery;
+  chars: number;
+}
+
 interface QueueState {
   /** The open rounds of this process. */
   rounds: Map<symbol, Round>;
-  buffer: { email: EmailForDelivery; chars: number }[];
+  /** Handed-off emails, taken project by project in turn. */
+  buffer: ProjectTurns<Waiting>;
   /** Reserved and not yet delivered or cancelled: written, or being written, already claimed. */
   reserved: number;
   /** The characters of subject and body of what waits in the buffer or is reserved. */
@@ -58,6 +65,8 @@ export interface Reservation {
  */
 export class DeliveryHandoff {
   private readonly queues = new Map<string, QueueState>();
+  /** Projects with a send throttle of their own, as the engine last read them (setThrottled). */
+  private throttled: ReadonlySet<string> = new Set();
 
   constructor(
     private readonly leaseSeconds: number,
@@ -76,7 +85,7 @@ export class DeliveryHandoff {
     state.rounds.set(round, { capacity, wake });
     return () => {
       if (!state.rounds.delete(round) || state.rounds.size > 0) return [];
-      const rest = state.buffer.splice(0);
+      const rest = state.buffer.drain();
       for (const waiting of rest) state.chars -= waiting.chars;
       return rest.map((waiting) => waiting.email);
     };
@@ -119,7 +128,7 @@ export class DeliveryHandoff {
     };
   }
 
-  /** The next handed-off email of `queue`, oldest first. */
+  /** The next handed-off email of `queue`: the oldest of the next project in turn. */
   take(queue: string): EmailForDelivery | undefined {
     const state = this.queues.get(queue);
     const next = state?.buffer.shift();
@@ -130,12 +139,24 @@ export class DeliveryHandoff {
 
   /** The ids waiting in the buffer: the rounds renew their leases with their own. */
   waiting(queue: string): string[] {
-    return this.queues.get(queue)?.buffer.map((waiting) => waiting.email.email.id) ?? [];
+    return this.queues.get(queue)?.buffer.items().map((waiting) => waiting.email.email.id) ?? [];
+  }
+
+  /**
+   * The projects whose emails are not handed off: a throttled project's emails are written QUEUED,
+   * where the engine's claim keeps to the project's rate (db/messages/delivery-queue.ts).
+   */
+  setThrottled(projectIds: ReadonlySet<string>): void {
+    this.throttled = projectIds;
+  }
+
+  throttles(projectId: string): boolean {
+    return this.throttled.has(projectId);
   }
 
   private state(queue: string): QueueState {
     let state = this.queues.get(queue);
-    if (!state) this.queues.set(queue, (state = { rounds: new Map(), buffer: [], reserved: 0, chars: 0 }));
+    if (!state) this.queues.set(queue, (state = { rounds: new Map(), buffer: new ProjectTurns<Waiting>((waiting) => waiting.email.projectId), reserved: 0, chars: 0 }));
     return state;
   }
 }
@@ -162,6 +183,8 @@ export class Handover {
   reserve(email: PreparedEmail): void {
     // The engine reads attachments with the row it claims; they are not in memory here.
     if (email.plan.attachmentSetId) return;
+    // A throttled project's emails wait in the table, where the claim keeps to its rate.
+    if (this.handoff?.throttles(email.plan.projectId)) return;
     const reservation = this.handoff?.reserve(this.queue, email.subject, email.body);
     if (!reservation) return;
     email.leaseSeconds = reservation.leaseSeconds;

@@ -123,6 +123,15 @@ export async function markEmailRetrying(em: EntityManager, id: string, error: st
   );
 }
 
+/** The email was written longer ago than its retries may last (SEND_RETRY_FOR_SECONDS): it is not tried again. */
+export async function retriesRunOut(em: EntityManager, id: string, retryForSeconds: number): Promise<boolean> {
+  const row = await queryOne<{ over: boolean }>(em, 'select created_at < now() - make_interval(secs => ?) as over from emails where id = ?', [
+    retryForSeconds,
+    id,
+  ]);
+  return row?.over ?? false;
+}
+
 /**
  * SENT once, with its `email.sent` event; a repeat (a retried activity) changes nothing. An open
  * or a delivery notification may already have moved the status on (they can arrive before this
@@ -150,6 +159,20 @@ export async function markEmailFailed(em: EntityManager, id: string, error: stri
     `update emails set status = 'FAILED', error = ?, smtp_response = coalesce(?, smtp_response), updated_at = now()
      where id = ? and status in ('QUEUED','SENDING')`,
     [error, relayResponse, id],
+  );
+}
+
+/**
+ * FAILED without going to the relay (a suppressed address, a disabled project) after the engine
+ * claimed it: the attempt the claim counted is taken back, since `attempts` counts the times the
+ * relay was offered the email.
+ */
+export async function refuseClaimedEmail(em: EntityManager, id: string, error: string): Promise<void> {
+  await query(
+    em,
+    `update emails set status = 'FAILED', error = ?, attempts = greatest(attempts - 1, 0), lease_until = null, lease_owner = null, updated_at = now()
+     where id = ? and status in ('QUEUED','SENDING')`,
+    [error, id],
   );
 }
 

@@ -11,6 +11,9 @@ import { suppressAddress } from '../contacts/suppressions';
  * `GET /t/o|c/:token`) and the delivery, bounce and complaint notifications of the mail
  * infrastructure (`POST /webhooks/notify`).
  *
+ * A hard bounce may also be the relay's own refusal of the recipient at send time
+ * (recordRelayBounces), recorded the same way.
+ *
  * Each email keeps the first time and, for opens and clicks, the count and the last time;
  * campaign stats count these columns. The status only moves forward — SENT → DELIVERED →
  * OPENED → CLICKED — so a late open never turns a CLICKED email back into OPENED. BOUNCED and COMPLAINED override (a complaint
@@ -131,32 +134,82 @@ export async function recordBounce(
   opts: { at?: Date; diagnostic?: string } = {},
 ): Promise<boolean> {
   return transaction(em, async (tx) => {
-    const row = await queryOne<Touched & { previous_type: BounceType | null }>(
-      tx,
-      `update emails e set bounced_at = coalesce(e.bounced_at, ?),
-         bounce_type = case when e.bounce_type = 'hard' then 'hard' else ? end,
-         status = case
-           when e.status = 'COMPLAINED' then e.status
-           when ? = 'hard' then 'BOUNCED'
-           when e.status in ('DELIVERED','OPENED','CLICKED') then e.status
-           else 'BOUNCED' end,
-         updated_at = now()
-       from (select id, bounced_at, bounce_type from emails where id = ? for update) old
-       where e.id = old.id
-       returning e.project_id, e.contact_id, e.to_email, old.bounced_at is null as first, old.bounce_type as previous_type`,
-      [reportedTime(opts.at), bounceType, bounceType, emailId],
-    );
-    if (!row) return false;
-    if (row.first || (bounceType === 'hard' && row.previous_type !== 'hard')) {
-      await event(tx, row, 'email.bounced', { emailId, bounceType, ...(opts.diagnostic ? { diagnostic: opts.diagnostic } : {}) });
-    }
-    if (bounceType === 'hard') {
-      await suppressAddress(tx, row.project_id, row.to_email, 'hard_bounce', emailId);
-      await unsubscribeRecipient(tx, row);
-    }
-    await enforceSendingReputation(tx, row.project_id);
-    return true;
+    const projectId = await bounce(tx, emailId, bounceType, opts);
+    if (projectId) await enforceSendingReputation(tx, projectId);
+    return projectId !== undefined;
   });
+}
+
+/** A relay's permanent refusal of an email's recipient: what the relay answered. */
+export interface RelayRefusal {
+  emailId: string;
+  reply: string;
+  /** Hard (a 5xx) unless the relay kept answering 4xx until the retries ran out: soft. */
+  bounceType?: BounceType;
+}
+
+/**
+ * Bounces the relay answered itself (hard: a 5xx to RCPT TO or to the message; soft: 4xx replies
+ * until the retries ran out), recorded as a
+ * notification's would be (recordBounce), and besides: the reply is the email's error and relay
+ * response, its lease ends, and a campaign email's recipient is settled FAILED. One transaction;
+ * the reputation rule runs once per project.
+ */
+export async function recordRelayBounces(em: EntityManager, refusals: RelayRefusal[]): Promise<void> {
+  if (refusals.length === 0) return;
+  await transaction(em, async (tx) => {
+    const projects = new Set<string>();
+    for (const r of refusals) {
+      const projectId = await bounce(tx, r.emailId, r.bounceType ?? 'hard', { diagnostic: r.reply, relayReply: r.reply });
+      if (projectId) projects.add(projectId);
+    }
+    for (const projectId of [...projects].sort()) await enforceSendingReputation(tx, projectId);
+  });
+}
+
+/** One bounce, inside the caller's transaction; the email's project, or undefined for an unknown email. */
+async function bounce(
+  tx: EntityManager,
+  emailId: string,
+  bounceType: BounceType,
+  opts: { at?: Date; diagnostic?: string; relayReply?: string },
+): Promise<string | undefined> {
+  const reply = opts.relayReply ?? null;
+  const row = await queryOne<Touched & { previous_type: BounceType | null; campaign_id: string | null }>(
+    tx,
+    `update emails e set bounced_at = coalesce(e.bounced_at, ?),
+       bounce_type = case when e.bounce_type = 'hard' then 'hard' else ? end,
+       status = case
+         when e.status = 'COMPLAINED' then e.status
+         when ? = 'hard' then 'BOUNCED'
+         when e.status in ('DELIVERED','OPENED','CLICKED') then e.status
+         else 'BOUNCED' end,
+       error = coalesce(?, e.error), smtp_response = coalesce(?, e.smtp_response),
+       lease_until = case when ?::text is null then e.lease_until end,
+       lease_owner = case when ?::text is null then e.lease_owner end,
+       updated_at = now()
+     from (select id, bounced_at, bounce_type from emails where id = ? for update) old
+     where e.id = old.id
+     returning e.project_id, e.contact_id, e.to_email, e.campaign_id, old.bounced_at is null as first, old.bounce_type as previous_type`,
+    [reportedTime(opts.at), bounceType, bounceType, reply, reply, reply, reply, emailId],
+  );
+  if (!row) return undefined;
+  if (row.first || (bounceType === 'hard' && row.previous_type !== 'hard')) {
+    await event(tx, row, 'email.bounced', { emailId, bounceType, ...(opts.diagnostic ? { diagnostic: opts.diagnostic } : {}) });
+  }
+  if (bounceType === 'hard') {
+    await suppressAddress(tx, row.project_id, row.to_email, 'hard_bounce', emailId);
+    await unsubscribeRecipient(tx, row);
+  }
+  // The relay refused a campaign email, whichever sender it was (a batch, or the engine after a deferral).
+  if (reply !== null && row.campaign_id && row.contact_id) {
+    await query(tx, `update campaign_recipients set status = 'FAILED', email_id = ? where campaign_id = ? and contact_id = ?`, [
+      emailId,
+      row.campaign_id,
+      row.contact_id,
+    ]);
+  }
+  return row.project_id;
 }
 
 /** A spam complaint: the contact is unsubscribed and the address suppressed. */

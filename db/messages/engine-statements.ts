@@ -1,7 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Coalescer } from '../coalescer';
-import { claimDueEmails, markEmailsSent, type SentMark } from './delivery-queue';
-import type { EmailForDelivery } from './emails';
+import { type Claim, claimDueEmails, markEmailsSent, type SentMark } from './delivery-queue';
 
 export interface ClaimRequest {
   queue: string;
@@ -21,7 +20,7 @@ export interface ClaimRequest {
  * temporal/delivery/sent-marks.ts).
  */
 export class EngineStatements {
-  private readonly claims: Coalescer<ClaimRequest, EmailForDelivery[]>;
+  private readonly claims: Coalescer<ClaimRequest, Claim>;
   private readonly marks: Coalescer<SentMark[], undefined>;
 
   constructor(em: EntityManager) {
@@ -35,8 +34,8 @@ export class EngineStatements {
     );
   }
 
-  claim(request: ClaimRequest): Promise<EmailForDelivery[]> {
-    return request.limit > 0 ? this.claims.run(request) : Promise.resolve([]);
+  claim(request: ClaimRequest): Promise<Claim> {
+    return request.limit > 0 ? this.claims.run(request) : Promise.resolve({ emails: [], throttledForMs: null });
   }
 
   markSent(marks: SentMark[]): Promise<undefined> {
@@ -46,11 +45,12 @@ export class EngineStatements {
 
 /**
  * One claim per kind of request (queue, lease, which) for the sum of their limits; the emails are
- * dealt out in claim order, each request up to its limit. Every claimed email goes to a request:
- * the statement claims no more than they asked for together.
+ * dealt out in claim order, each request up to its limit, and each hears when a throttled project
+ * may send again. Every claimed email goes to a request: the statement claims no more than they
+ * asked for together.
  */
-async function claimShared(em: EntityManager, requests: ClaimRequest[]): Promise<(EmailForDelivery[] | Error)[]> {
-  const answers: (EmailForDelivery[] | Error)[] = requests.map(() => []);
+async function claimShared(em: EntityManager, requests: ClaimRequest[]): Promise<(Claim | Error)[]> {
+  const answers: (Claim | Error)[] = requests.map(() => ({ emails: [], throttledForMs: null }));
   const groups = new Map<string, number[]>();
   requests.forEach((r, i) => {
     const key = JSON.stringify([r.queue, r.leaseSeconds, r.which]);
@@ -61,7 +61,7 @@ async function claimShared(em: EntityManager, requests: ClaimRequest[]): Promise
   for (const members of groups.values()) {
     const first = requests[members[0]!]!;
     const total = members.reduce((n, i) => n + requests[i]!.limit, 0);
-    let claimed: EmailForDelivery[];
+    let claimed: Claim;
     try {
       claimed = await claimDueEmails(em, first.queue, total, first.leaseSeconds, first.which);
     } catch (err) {
@@ -70,7 +70,7 @@ async function claimShared(em: EntityManager, requests: ClaimRequest[]): Promise
     }
     let next = 0;
     for (const i of members) {
-      answers[i] = claimed.slice(next, next + requests[i]!.limit);
+      answers[i] = { emails: claimed.emails.slice(next, next + requests[i]!.limit), throttledForMs: claimed.throttledForMs };
       next += requests[i]!.limit;
     }
   }

@@ -5,6 +5,7 @@ import type { ContactDto } from '../contacts/contacts';
 import { notifyQueued } from './delivery-queue';
 import { acceptedSenderDomain, type DomainStatus, senderDomain, type SenderPolicy } from '../domains/domains';
 import { type BodyFormat, type CompiledContent, compileContent, type MarketingContext, marketingContext, renderForContact } from './content';
+import { recordEventsCtes } from '../record-events';
 import { type DeliveryRow, dkimOf, type EmailForDelivery, type EmailSource, type EmailStatus } from './emails';
 import { query, queryOne } from '../sql';
 
@@ -348,7 +349,7 @@ const SUPPRESSED_IF_CLAIMED = `(ins.status = 'SENDING' and exists (select 1 from
 /**
  * writeEmails for emails whose contacts the same statement upserts (`contacts`: the CTEs of
  * db/contacts/contacts.ts contactUpsertCtes, and any after them): one statement, atomic without
- * a transaction. An email is written only if the upsert left its contact with the id it was
+ * a transaction, with the subscription changes the upsert made (`changes`). An email is written only if the upsert left its contact with the id it was
  * rendered for (another request may have created the address first); the ids of those written
  * come back (with WrittenEmail.suppressed), and of the others nothing was written. No cap check
  * and no wake-up: a plan that checks the cap goes through writeEmails in a transaction, and the
@@ -356,13 +357,13 @@ const SUPPRESSED_IF_CLAIMED = `(ins.status = 'SENDING' and exists (select 1 from
  */
 export async function writeEmailsWithContacts(
   em: EntityManager,
-  contacts: { sql: string; params: unknown[] },
+  contacts: { sql: string; params: unknown[]; changes?: string },
   emails: PreparedEmail[],
 ): Promise<Map<string, { suppressed: boolean }>> {
   if (emails.some((e) => e.plan.checkCap)) throw new Error('writeEmailsWithContacts: a capped plan is written by writeEmails, in a transaction');
   const rows = await query<{ id: string; suppressed: boolean }>(
     em,
-    `${contacts.sql}, ${EMAIL_INPUT}, ins as (
+    `${contacts.sql}, ${contacts.changes ? `${recordEventsCtes(contacts.changes)}, ` : ''}${EMAIL_INPUT}, ins as (
        ${insertEmails('where exists (select 1 from up where up.id = input.contact_id)')}
        returning id, status, project_id, to_email
      )

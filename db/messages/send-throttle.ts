@@ -1,9 +1,16 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { notFound } from '../../errors';
 import { query, queryOne } from '../sql';
 
 /**
  * The per-project sending throttle: at most `rate` emails per second for the whole project, however
  * many workers and campaigns send at once.
+ *
+ * A project's own rate covers every email it sends: campaigns (reserveSendSlots), the delivery
+ * engine's claims (db/messages/delivery-queue.ts, which reserve the slots of what they take in the
+ * claim's own statement), and retries (takeSendSlot). SEND_THROTTLE_PER_SECOND is the rate of
+ * campaigns of projects without one; their other mail is not throttled, and costs the engine a
+ * left join on this small table per claim.
  *
  * It is a reservation clock in Postgres (one row per project in `send_throttles`): a sender reserves
  * `n` slots, which moves the project's `next_at` on by n / rate seconds, and waits until the first
@@ -26,14 +33,16 @@ export async function throttleRate(em: EntityManager, projectId: string, default
   return row?.rate ?? defaultRate;
 }
 
-/** Sets (or with null clears) the project's own rate. */
+/** Sets (or with null clears) the project's own rate, which then holds for all its mail. */
 export async function setThrottleRate(em: EntityManager, projectId: string, rate: number | null): Promise<void> {
-  await query(
+  const set = await queryOne(
     em,
-    `insert into send_throttles (project_id, rate_per_second) values (?, ?)
-     on conflict (project_id) do update set rate_per_second = excluded.rate_per_second`,
-    [projectId, rate],
+    `insert into send_throttles (project_id, rate_per_second) select id, ?::float8 from projects where id = ?
+     on conflict (project_id) do update set rate_per_second = excluded.rate_per_second
+     returning 1 as ok`,
+    [rate, projectId],
   );
+  if (!set) throw notFound('project');
 }
 
 /**
@@ -70,4 +79,30 @@ export async function releaseSendSlots(em: EntityManager, projectId: string, n: 
      where t.project_id = ?`,
     [n, defaultRate, projectId],
   );
+}
+
+/** The projects with a rate of their own: the engine writes their emails QUEUED, not handed off (db/messages/delivery-handoff.ts). */
+export async function throttledProjects(em: EntityManager): Promise<Set<string>> {
+  const rows = await query<{ project_id: string }>(em, 'select project_id from send_throttles where rate_per_second is not null');
+  return new Set(rows.map((r) => r.project_id));
+}
+
+/**
+ * One slot for a single email (a retry) of a project with its own rate, if its clock has one free
+ * now: 0, the slot is taken (or the project has no rate of its own); otherwise the milliseconds
+ * until one is, and nothing is taken.
+ */
+export async function takeSendSlot(em: EntityManager, projectId: string): Promise<number> {
+  const row = await queryOne<{ taken: boolean; wait: number }>(
+    em,
+    `with t as (select * from send_throttles where project_id = ? and rate_per_second is not null for update),
+     taken as (
+       update send_throttles s set next_at = greatest(t.next_at, clock_timestamp()) + make_interval(secs => 1 / t.rate_per_second)
+       from t where s.project_id = t.project_id and t.next_at <= clock_timestamp()
+       returning 1
+     )
+     select exists (select 1 from taken) as taken, extract(epoch from (select next_at from t) - clock_timestamp()) * 1000 as wait`,
+    [projectId],
+  );
+  return !row || row.taken || row.wait === null ? 0 : Math.max(1, Math.ceil(Number(row.wait)));
 }

@@ -23,7 +23,6 @@ import {
   writeEmails,
   writeEmailsWithContacts,
 } from './prepare';
-import { recordSubscriptionChange } from '../events/events';
 import { newId } from '../ids';
 import type { Orm } from '../orm';
 import { query } from '../sql';
@@ -143,7 +142,6 @@ export async function queueSend(em: EntityManager, ctx: SendContext, req: SendRe
     const up = await upsertContact(em, ctx.projectId, { email: recipient.email, subscribed: req.subscribed, data: recipientData(req, recipient) }, {
       subscribedWhenNew: false,
     });
-    await recordSubscriptionChange(em, ctx.projectId, up.contact.id, up.previousSubscribed, up.contact.subscribed);
     prepared.push(prepareEmail(plan, up.contact, { extra: up.transient, toName: recipient.name ?? null }));
   }
   // Last, so the monthly cap's lock is held only for the insert and the caller's commit. The

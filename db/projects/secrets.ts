@@ -33,3 +33,9 @@ export async function sessionSigningSecret(em: EntityManager, jwtSecret: string 
   if (jwtSecret) return createHmac('sha256', jwtSecret).update('tidings:sessions').digest('hex');
   return instanceSecret(em, 'sessions');
 }
+
+/** Key for signing bounce addresses (mail/inbound/bounce-address.ts): derived from JWT_SECRET when configured, else generated once. */
+export async function bounceSigningSecret(em: EntityManager, jwtSecret: string | undefined): Promise<string> {
+  if (jwtSecret) return createHmac('sha256', jwtSecret).update('tidings:bounce-addresses').digest('hex');
+  return instanceSecret(em, 'bounce-addresses');
+}

@@ -8,9 +8,10 @@ import { query, queryOne } from '../sql';
  * but refuses writes (api/middleware/auth.ts), and sends nothing: deliverEmail marks its emails
  * FAILED with error `project disabled`, a campaign batch cancels its campaign.
  *
- * The rule: over the emails the project sent in the last 7 days — counted from the last time an
- * operator lifted a suspension, if later, so a re-enabled project starts afresh instead of being
- * disabled again by the bounce that arrives next — at least MIN_EMAILS sent and a bounce rate
+ * The rule: over the emails the project sent (handed to the relay, whether it took them or
+ * refused the recipient) in the last 7 days — counted from the last time an operator lifted a
+ * suspension, if later, so a re-enabled project starts afresh instead of being disabled again by
+ * the bounce that arrives next — at least MIN_EMAILS sent and a bounce rate
  * (status BOUNCED / sent) over 10% or a complaint rate (status COMPLAINED / sent) over 0.5%
  * disables the project. It is evaluated after every recorded bounce and complaint.
  */
@@ -66,15 +67,24 @@ const figures = (r: CountRow): SendingFigures => ({
   complaintRate: r.sent ? r.complained / r.sent : 0,
 });
 
-/** Emails sent (handed to the relay) since `since`, and how many of them bounced or drew a complaint. */
+/**
+ * Emails sent (handed to the relay) since `since`, and how many of them bounced or drew a
+ * complaint. Handed to the relay: accepted (sent_at), or refused by it for good (a hard bounce
+ * with no sent_at, db/messages/engagement.ts recordRelayBounces) — each half read from its own index.
+ */
 async function countSince(em: EntityManager, projectId: string, since: Date | null): Promise<CountRow> {
   const row = await queryOne<CountRow>(
     em,
-    `select count(*)::int as sent,
+    `with handed as (
+       select status from emails where project_id = ? and sent_at >= coalesce(?::timestamptz, '-infinity')
+       union all
+       select status from emails where project_id = ? and sent_at is null and bounced_at >= coalesce(?::timestamptz, '-infinity')
+     )
+     select count(*)::int as sent,
             count(*) filter (where status = 'BOUNCED')::int as bounced,
             count(*) filter (where status = 'COMPLAINED')::int as complained
-     from emails where project_id = ? and sent_at is not null and sent_at >= coalesce(?::timestamptz, '-infinity')`,
-    [projectId, since],
+     from handed`,
+    [projectId, since, projectId, since],
   );
   return row!;
 }
@@ -171,10 +181,13 @@ export async function enableProject(em: EntityManager, projectId: string): Promi
 }
 
 /**
- * Applies the rule above after a bounce or complaint was recorded (call it in that transaction).
- * Returns true when this call disabled the project.
+ * Applies the rule above after a bounce or complaint was recorded (call it in that transaction,
+ * last). Returns true when this call disabled the project. The project's bounces and complaints
+ * are judged one transaction at a time (a lock held to its commit): side by side, each would
+ * count without the others' and none would see the line crossed.
  */
 export async function enforceSendingReputation(em: EntityManager, projectId: string): Promise<boolean> {
+  await query(em, 'select pg_advisory_xact_lock(hashtextextended(?, 0))', [`sending-reputation:${projectId}`]);
   const project = await queryOne<{ disabled: boolean }>(em, 'select disabled from projects where id = ?', [projectId]);
   if (!project || project.disabled) return false;
   const since = await windowStart(em, projectId);

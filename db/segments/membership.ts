@@ -2,13 +2,14 @@ import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError, conflict, notFound } from '../../errors';
 import type { JsonValue } from '../entities/contact';
+import { recordEventsCtes } from '../record-events';
 import { query, queryOne, transaction } from '../sql';
 import { loadSegmentRow, memberPredicate, SEGMENT_COLUMNS, type SegmentRow } from './segments';
 
 /**
  * Tracked dynamic segments also keep their membership in segment_members: compute diffs it with
  * the condition, writes the difference and records `segment.<slug>.entry` / `.exit` events, one per
- * contact, in one statement (temporal/segments/workflow.ts delivers them to workflows).
+ * contact, in one statement.
  */
 
 /** "VIP Customers!" → "vip-customers" (the product's rule); a name with nothing left gives the id. */
@@ -43,15 +44,16 @@ export interface ComputeOutcome {
   added: number;
   removed: number;
   total: number;
-  /** The entry/exit events recorded, an id range in which they are the segment's only ones (null: none). */
-  events: { names: string[]; firstId: string; lastId: string } | null;
+  /** Computes from before the trigger outbox: their events' id range, which a child workflow delivers. */
+  events?: { names: string[]; firstId: string; lastId: string } | null;
 }
 
 /**
  * Diffs the membership of a tracked dynamic segment with its condition and writes the difference:
- * new members, gone members, one entry or exit event each, the count. One statement in one
- * transaction, with the segment locked; the events get consecutive ids (`evt_` + time + a random
- * run prefix + a sequence number), so the delivery can page through them by id. The outcome is kept
+ * new members, gone members, one entry or exit event each (recorded through the one event path,
+ * db/record-events.ts, so they start journeys and wake waits like any event), the count. One
+ * statement in one transaction, with the segment locked; the events get consecutive ids (`evt_` +
+ * time + a random run prefix + a sequence number), entries before exits. The outcome is kept
  * under `computeId`: a retry of the same compute returns it instead of diffing again.
  */
 export async function applySegmentMembership(
@@ -72,7 +74,7 @@ export async function applySegmentMembership(
     const where = await memberPredicate(tx, input.projectId, { id: segment.id, condition: segment.condition }, input.now);
     const names = membershipEventNames(segment.name, segment.id);
     const idPrefix = `evt_${Date.now().toString(16).padStart(12, '0')}${randomBytes(4).toString('hex')}`;
-    const row = await queryOne<{ added: number; removed: number; total: number; first_id: string | null; last_id: string | null }>(
+    const row = await queryOne<{ added: number; removed: number; total: number }>(
       tx,
       `with matching as materialized (
          select c.id from contacts c where c.project_id = ? and (${where.sql})
@@ -92,13 +94,13 @@ export async function applySegmentMembership(
          select contact_id, ?::text as name, 2 as k from removed
        ),
        emitted as (
-         insert into events (id, project_id, contact_id, name, data)
-         select ?::text || lpad(to_hex(row_number() over (order by k, contact_id)), 12, '0'), ?, contact_id, name, ?::jsonb
+         select ?::text || lpad(to_hex(row_number() over (order by k, contact_id)), 12, '0') as id, ?::text as project_id, contact_id, name,
+           ?::jsonb as data, null::jsonb as context, false as by_journey
          from changes
-         returning id
-       )
+       ),
+       ${recordEventsCtes('emitted')}
        select (select count(*) from added)::int as added, (select count(*) from removed)::int as removed,
-              (select count(*) from matching)::int as total, (select min(id) from emitted) as first_id, (select max(id) from emitted) as last_id`,
+              (select count(*) from matching)::int as total`,
       [
         input.projectId,
         ...where.params,
@@ -112,12 +114,7 @@ export async function applySegmentMembership(
       ],
     );
     const r = row!;
-    const outcome: ComputeOutcome = {
-      added: r.added,
-      removed: r.removed,
-      total: r.total,
-      events: r.first_id && r.last_id ? { names: [names.entry, names.exit], firstId: r.first_id, lastId: r.last_id } : null,
-    };
+    const outcome: ComputeOutcome = { added: r.added, removed: r.removed, total: r.total };
     await query(
       tx,
       `update segments set member_count = ?, member_count_updated_at = now(), last_compute = ?::jsonb where id = ?`,
@@ -135,7 +132,7 @@ export interface MembershipEvent {
   createdAt: string;
 }
 
-/** A page of the events one compute recorded, after `after` (exclusive), in id order. */
+/** A page of the events one compute recorded, after `after` (exclusive), in id order (computes from before the trigger outbox). */
 export async function membershipEventsPage(
   em: EntityManager,
   input: { projectId: string; segmentId: string; names: string[]; firstId: string; lastId: string; after: string | null; limit: number },

@@ -8,6 +8,7 @@ import {
   finishCampaign,
   loadRecipientBatch,
   loadSendingCampaign,
+  markCampaignEmailsBounced,
   markCampaignEmailsFailed,
   deferCampaignEmails,
   markCampaignEmailsSent,
@@ -21,12 +22,13 @@ import { type EmailPlan, planEmails, type PreparedEmail, prepareEmail, type Writ
 import { campaignSendStatusSql, cancelCampaignIfProjectDisabled } from '../../db/projects/security';
 import { linkSigningSecret } from '../../db/projects/secrets';
 import { releaseSendSlots, reserveSendSlots, throttleRate } from '../../db/messages/send-throttle';
+import type { RelayRefusal } from '../../db/messages/engagement';
 import { queryOne, transaction } from '../../db/sql';
 import { suppressedAmong } from '../../db/contacts/suppressions';
 import { AppError } from '../../errors';
 import { composeMessage, type StoredEmail } from '../../mail/compose';
 import { dkimKeyObject } from '../../mail/dkim';
-import { relayUnreachable, SmtpError } from '../../mail/smtp-errors';
+import { attemptSend, type SendOutcome } from '../../mail/smtp-errors';
 import type { Mailer } from '../../mail/transport';
 import { SentMarks } from '../delivery/sent-marks';
 import { permanent, refusalFailure } from '../failures';
@@ -51,7 +53,10 @@ export interface CampaignBatchResult {
   stopped: boolean;
   sent: number;
   skipped: number;
+  /** Refused for good without a bounce (a `rejected` outcome, mail/smtp-errors.ts). */
   failed: number;
+  /** Hard bounces: the relay refused the recipient. */
+  bounced: number;
 }
 
 /**
@@ -174,7 +179,7 @@ export function createCampaignActivities({ orm, mailer, config }: { orm: Orm; ma
     async sendCampaignBatch(input: CampaignBatchInput): Promise<CampaignBatchResult> {
       const ctx = Context.current();
       const em = orm.em.fork();
-      const stoppedAt = (cursor: string | null): CampaignBatchResult => ({ cursor, done: false, stopped: true, sent: 0, skipped: 0, failed: 0 });
+      const stoppedAt = (cursor: string | null): CampaignBatchResult => ({ cursor, done: false, stopped: true, sent: 0, skipped: 0, failed: 0, bounced: 0 });
       const campaign = await loadSendingCampaign(em, input.campaignId);
       if (!campaign || campaign.status !== 'SENDING') return stoppedAt(input.after);
       // A disabled project's campaign is cancelled rather than held (db/projects/security.ts).
@@ -231,7 +236,7 @@ export function createCampaignActivities({ orm, mailer, config }: { orm: Orm; ma
             const contactId = prepared[n]!.contactId!;
             if (w.status === 'QUEUED' || w.status === 'SENDING') toSend.set(contactId, storedEmail(plan, w));
             // A row an earlier attempt settled already (its recipient was marked with it), or one over the cap.
-            else settled.push({ contactId, status: w.status === 'FAILED' ? 'FAILED' : 'SENT', emailId: w.id });
+            else settled.push({ contactId, status: w.status === 'FAILED' || w.status === 'BOUNCED' ? 'FAILED' : 'SENT', emailId: w.id });
           });
           await settleRecipients(em, campaign.projectId, input.campaignId, settled);
           return recipients.map((r) => ({ contactId: r.contact.id, email: toSend.get(r.contact.id) }));
@@ -280,6 +285,7 @@ export function createCampaignActivities({ orm, mailer, config }: { orm: Orm; ma
         }, Math.max(1, Math.min(100, Math.floor(rate / 10))));
         const marks = new SentMarks<SentMark>((m) => markCampaignEmailsSent(em, campaign.projectId, input.campaignId, m));
         const failures: { emailId: string; contactId: string; error: string }[] = [];
+        const bounces: RelayRefusal[] = [];
         const deferred: { emailId: string; error: string }[] = [];
 
         const deadline = Date.now() + input.maxBatchSeconds * 1000;
@@ -304,28 +310,28 @@ export function createCampaignActivities({ orm, mailer, config }: { orm: Orm; ma
               completed[i] = true;
               continue;
             }
+            let outcome: SendOutcome;
             try {
               // The remaining count sizes the reservation: a small batch does not reserve a whole chunk.
               if (!(await pacer.take(items.length - i + (noMorePages ? 0 : page)))) return void stop('stopped');
               if (halt) return;
-              const result = await mailer.send(composeMessage(item.email, dkim));
-              marks.add({ emailId: item.email.id, contactId: item.contactId, smtpResponse: result.response });
-              completed[i] = true;
+              const email = item.email;
+              outcome = await attemptSend(() => mailer.send(composeMessage(email, dkim)));
             } catch (err) {
-              if (err instanceof SmtpError && err.permanent) {
-                failures.push({ emailId: item.email.id, contactId: item.contactId, error: err.message });
-                completed[i] = true;
-              } else if (err instanceof SmtpError && !relayUnreachable(err)) {
-                // One recipient refused for now (a 4xx, e.g. greylisting) or one message the session
-                // dropped: that email goes on through the delivery engine and its retry workflow; the
-                // rest of the campaign does not wait.
-                deferred.push({ emailId: item.email.id, error: err.message });
-                completed[i] = true;
-              } else {
-                // The relay cannot be reached: nobody's mail can go, the batch is retried with backoff.
-                return void stop('error', err);
-              }
+              return void stop('error', err);
             }
+            const emailId = item.email.id;
+            if (outcome.kind === 'sent') marks.add({ emailId, contactId: item.contactId, smtpResponse: outcome.reply });
+            else if (outcome.kind === 'bounced') bounces.push({ emailId, reply: outcome.reply });
+            else if (outcome.kind === 'rejected') failures.push({ emailId, contactId: item.contactId, error: outcome.reply });
+            // One recipient refused for now (a 4xx, e.g. greylisting) or one message the session
+            // dropped: that email goes on through the delivery engine and its retry workflow; the
+            // rest of the campaign does not wait.
+            else if (outcome.kind === 'transient' && outcome.reply !== null) deferred.push({ emailId, error: outcome.reply });
+            // The relay cannot be reached, or the failure is this worker's own: nobody's mail can go,
+            // the batch is retried with backoff.
+            else return void stop('error', outcome.error);
+            completed[i] = true;
             // The SDK throttles what reaches the server; this spares it a call per email.
             if (Date.now() - lastBeat > 500) {
               lastBeat = Date.now();
@@ -339,6 +345,7 @@ export function createCampaignActivities({ orm, mailer, config }: { orm: Orm; ma
         // Whatever happened, what the relay accepted is recorded before this attempt ends.
         await marks.drain();
         await markCampaignEmailsFailed(em, input.campaignId, failures);
+        await markCampaignEmailsBounced(em, bounces);
         await deferCampaignEmails(em, ctx.info.taskQueue, deferred);
         await releaseSendSlots(em, campaign.projectId, pacer.reserved - pacer.used, defaultRate);
 
@@ -349,7 +356,7 @@ export function createCampaignActivities({ orm, mailer, config }: { orm: Orm; ma
         let prefix = 0;
         while (prefix < items.length && completed[prefix]) prefix++;
         const cursor = prefix > 0 ? items[prefix - 1]!.contactId : input.after;
-        const counts = { sent: marks.written, skipped, failed: failures.length };
+        const counts = { sent: marks.written, skipped, failed: failures.length, bounced: bounces.length };
         if (halt?.reason === 'stopped') {
           // Stopped because the project was disabled mid-batch (not cancelled): record why.
           await cancelCampaignIfProjectDisabled(em, input.campaignId);

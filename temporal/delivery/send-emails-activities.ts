@@ -1,14 +1,17 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Config } from '../../config';
 import { claimForWorkflow } from '../../db/messages/delivery-queue';
-import { loadEmailForDelivery, markEmailFailed, markEmailRetrying, markEmailSent } from '../../db/messages/emails';
+import { loadEmailForDelivery, markEmailFailed, markEmailRetrying, markEmailSent, retriesRunOut } from '../../db/messages/emails';
+import { recordRelayBounces } from '../../db/messages/engagement';
+import { takeSendSlot } from '../../db/messages/send-throttle';
 import type { Orm } from '../../db/orm';
 import { PROJECT_DISABLED_ERROR } from '../../db/projects/security';
 import { SUPPRESSED_ERROR } from '../../db/contacts/suppressions';
 import { composeMessage } from '../../mail/compose';
 import { dkimKeyObject } from '../../mail/dkim';
-import { SmtpError } from '../../mail/smtp-errors';
+import { attemptSend } from '../../mail/smtp-errors';
 import type { Mailer } from '../../mail/transport';
+import { SMTP_PERMANENT_ERROR } from '../delivery-options';
 import { smtpPermanentFailure } from '../failures';
 
 export type DeliveryOutcome =
@@ -16,7 +19,7 @@ export type DeliveryOutcome =
   | { delivered: true; smtpResponse: string; recorded?: boolean }
   | { delivered: false; reason: 'already_sent' | 'missing' | 'suppressed' | 'project_disabled' };
 
-export function createSendActivities({ orm, mailer, config }: { orm: Orm; mailer: Mailer; config: Pick<Config, 'sendRetryMaxIntervalSeconds'> }) {
+export function createSendActivities({ orm, mailer, config }: { orm: Orm; mailer: Mailer; config: Pick<Config, 'sendRetryMaxIntervalSeconds' | 'sendRetryForSeconds'> }) {
   // Held across the attempt and the backoff before the next one, so the engine leaves the email to this workflow.
   const leaseSeconds = config.sendRetryMaxIntervalSeconds + 120;
   return {
@@ -49,24 +52,38 @@ export function createSendActivities({ orm, mailer, config }: { orm: Orm; mailer
       }
       const keys = found.dkim;
       const dkim = keys && { domainName: keys.domain, keySelector: keys.selector, privateKey: dkimKeyObject(keys.privateKeyPem) };
+      // A project with a send rate of its own keeps to it on retries too: try again when its clock has a slot.
+      const throttledMs = await takeSendSlot(em, found.projectId);
+      if (throttledMs > 0) throw ApplicationFailure.create({ message: `Project ${found.projectId} is throttled`, nextRetryDelay: throttledMs });
       // An engine sending it right now holds the lease: try again shortly, and find it settled.
       if (!(await claimForWorkflow(em, emailId, leaseSeconds))) throw ApplicationFailure.retryable(`Email ${emailId} is being sent by the delivery engine`);
-      let smtpResponse: string;
-      try {
-        const beat = setInterval(() => Context.current().heartbeat(), 5_000);
-        smtpResponse = (await mailer.send(composeMessage(found.email, dkim)).finally(() => clearInterval(beat))).response;
-      } catch (err) {
-        if (err instanceof SmtpError && err.permanent) {
-          await markEmailFailed(em, emailId, err.message, err.message);
-          throw smtpPermanentFailure(err);
+      const beat = setInterval(() => Context.current().heartbeat(), 5_000);
+      const outcome = await attemptSend(() => mailer.send(composeMessage(found.email, dkim))).finally(() => clearInterval(beat));
+      switch (outcome.kind) {
+        case 'sent':
+          break;
+        case 'bounced':
+          await recordRelayBounces(em, [{ emailId, reply: outcome.reply }]);
+          throw smtpPermanentFailure(outcome.error);
+        case 'rejected':
+          await markEmailFailed(em, emailId, outcome.reply, outcome.reply);
+          throw smtpPermanentFailure(outcome.error);
+        default: {
+          const message = outcome.kind === 'transient' ? outcome.message : outcome.reply;
+          // A relay that kept deferring the message (4xx) past the retry period: a soft bounce, no more tries.
+          const deferred = outcome.kind === 'transient' && outcome.answered && outcome.reply !== null;
+          if (deferred && (await retriesRunOut(em, emailId, config.sendRetryForSeconds))) {
+            await recordRelayBounces(em, [{ emailId, reply: outcome.reply!, bounceType: 'soft' }]);
+            throw ApplicationFailure.nonRetryable(message, SMTP_PERMANENT_ERROR);
+          }
+          // Retried by Temporal; the row says why meanwhile. Failing to say so must not replace the cause.
+          await markEmailRetrying(em, emailId, message, outcome.reply).catch((recordErr: unknown) =>
+            Context.current().log.warn('Recording a failed attempt failed', { emailId, error: String(recordErr) }),
+          );
+          throw outcome.error;
         }
-        // Retried by Temporal; the row says why meanwhile. Failing to say so must not replace the cause.
-        const message = err instanceof Error ? err.message : String(err);
-        await markEmailRetrying(em, emailId, message, err instanceof SmtpError ? message : null).catch((recordErr: unknown) =>
-          Context.current().log.warn('Recording a failed attempt failed', { emailId, error: String(recordErr) }),
-        );
-        throw err;
       }
+      const smtpResponse = outcome.reply;
       const recorded = await markEmailSent(em, emailId, smtpResponse).then(
         () => true,
         (err: unknown) => {

@@ -11,7 +11,8 @@ export interface SendEmailsInput {
 
 /**
  * Delivers the emails of one /v1/send request. Delivery retries transient SMTP failures with
- * backoff for as long as it takes; a 5xx reply is final (the activity marks the email FAILED).
+ * backoff for as long as it takes; a 5xx reply is final (the activity marks the email BOUNCED
+ * when the relay refused the recipient, FAILED otherwise: mail/smtp-errors.ts attemptSend).
  */
 export async function sendEmails(input: SendEmailsInput): Promise<void> {
   const { deliverEmail } = proxyActivities<SendActivities>(deliveryOptions(input.maxRetryIntervalSeconds));

@@ -3,7 +3,6 @@ import type { Config } from '../../config';
 import { OVER_LIMIT_ERROR } from '../../db/billing/allowance';
 import { getContact, updateContact } from '../../db/contacts/contacts';
 import type { JsonValue } from '../../db/entities/contact';
-import { recordSubscriptionChange } from '../../db/events/events';
 import { finishExecution, recordStepFinished, recordStepStarted, recordStepTransition, type StepSuccessor, stepTransition } from '../../db/journeys/executions';
 import type { Orm } from '../../db/orm';
 import { type DeliveryHandoff, Handover } from '../../db/messages/delivery-handoff';
@@ -128,12 +127,10 @@ export function createJourneyActivities({ orm, config, handoff }: { orm: Orm; co
       updates?: Record<string, unknown>;
       subscribed?: boolean;
     }): Promise<void> {
-      await transaction(orm.em.fork(), async (tx) => {
-        const { contact, previousSubscribed } = await permanent(
-          updateContact(tx, input.projectId, input.contactId, { data: input.updates, subscribed: input.subscribed }),
-        );
-        await recordSubscriptionChange(tx, input.projectId, contact.id, previousSubscribed, contact.subscribed);
-      });
+      // Its subscription event starts no journey: the loop rule (db/record-events.ts).
+      await permanent(
+        updateContact(orm.em.fork(), input.projectId, input.contactId, { data: input.updates, subscribed: input.subscribed }, { byJourney: true }),
+      );
     },
   };
 }

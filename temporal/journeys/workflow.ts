@@ -7,7 +7,7 @@ import { FIRST_STEP_SHOWN_AT_START_WALK, PATCHES } from '../patches';
 import { journeyActivities } from './steps/proxies';
 import { nextStepId, plannedSuccessor, type RunnableStep, stepAt } from './graph-walk';
 import { stepHandlers } from './steps';
-import type { JourneyInput, StepContext, StepOutcome } from './steps/types';
+import type { JourneyInput, SentEmails, StepContext, StepOutcome } from './steps/types';
 import { journeyPatched } from './journey-patched';
 
 export type { JourneyInput } from './steps/types';
@@ -37,9 +37,10 @@ export async function journey(input: JourneyInput): Promise<void> {
   const events: TrackedEventMessage[] = [];
   setHandler(trackedEventSignal, (event) => void events.push(event));
   const context = { ...input.context };
+  const emails: SentEmails = { byStep: new Map() };
   try {
-    if (journeyPatched(input, PATCHES.journeyStepTransitions)) await walk(input, context, events);
-    else await walkStepByStep(input, context, events);
+    if (journeyPatched(input, PATCHES.journeyStepTransitions)) await walk(input, context, events, emails);
+    else await walkStepByStep(input, context, events, emails);
   } catch (err) {
     // The final status is written even though the workflow is being cancelled; nothing else runs.
     const cancelled = isCancellation(err);
@@ -59,7 +60,7 @@ export async function journey(input: JourneyInput): Promise<void> {
   }
 }
 
-async function walk(input: JourneyInput, context: Record<string, JsonValue>, events: TrackedEventMessage[]): Promise<void> {
+async function walk(input: JourneyInput, context: Record<string, JsonValue>, events: TrackedEventMessage[], emails: SentEmails): Promise<void> {
   const firstId = nextStepId(input.graph, input.graph.entryStepId, undefined);
   if (firstId === undefined) {
     await journeyActivities.finishExecution({ executionId: input.executionId, status: 'COMPLETED' });
@@ -73,7 +74,7 @@ async function walk(input: JourneyInput, context: Record<string, JsonValue>, eve
     const { stepId, seq } = current.start;
     // For a step that records its own end (SEND_EMAIL): what follows its unlabelled transition.
     const planned = plannedSuccessor(input.graph, input.executionId, stepId, seq);
-    const outcome = await runStep(current.step, { input, stepId, seq, context, events, successor: planned?.successor });
+    const outcome = await runStep(current.step, { input, stepId, seq, context, events, emails, successor: planned?.successor });
     if (outcome.transitionRecorded) {
       if (!planned?.next) return;
       showCurrentStep(planned.next.start);
@@ -95,7 +96,12 @@ async function walk(input: JourneyInput, context: Record<string, JsonValue>, eve
 }
 
 /** The walk of executions started before PATCHES.journeyStepTransitions: two activities per step, and one at the end. */
-async function walkStepByStep(input: JourneyInput, context: Record<string, JsonValue>, events: TrackedEventMessage[]): Promise<void> {
+async function walkStepByStep(
+  input: JourneyInput,
+  context: Record<string, JsonValue>,
+  events: TrackedEventMessage[],
+  emails: SentEmails,
+): Promise<void> {
   let seq = 0;
   let stepId = nextStepId(input.graph, input.graph.entryStepId, undefined);
   while (stepId !== undefined) {
@@ -103,7 +109,7 @@ async function walkStepByStep(input: JourneyInput, context: Record<string, JsonV
     const { step, start } = stepAt(input.graph, input.executionId, stepId, seq);
     showCurrentStep(start);
     await journeyActivities.recordStepStarted(start);
-    const outcome = await runStep(step, { input, stepId, seq, context, events });
+    const outcome = await runStep(step, { input, stepId, seq, context, events, emails });
     await journeyActivities.recordStepFinished({
       executionId: input.executionId,
       seq,

@@ -27,7 +27,7 @@ export function createSegmentActivities({ orm, config }: { orm: Orm; config: Con
     },
 
     /**
-     * Delivers one page of a compute's entry/exit events as any tracked event is delivered
+     * Delivers one page of the entry/exit events of a compute from before the trigger outbox, as any tracked event is delivered
      * (temporal/triggers/dispatch.ts): to the contact's running executions, and to the workflows the name
      * triggers. Contacts with neither are skipped without a query each. Heartbeats carry the last
      * event delivered, so a retried attempt resumes after it.

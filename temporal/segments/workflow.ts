@@ -1,4 +1,5 @@
-import { continueAsNew, ParentClosePolicy, proxyActivities, startChild, workflowInfo } from '@temporalio/workflow';
+import { continueAsNew, ParentClosePolicy, patched, proxyActivities, startChild, workflowInfo } from '@temporalio/workflow';
+import { PATCHES } from '../patches';
 import type { DeliverSegmentEventsInput, SegmentActivities } from './activities';
 import { ProjectIdKey } from '../search-attributes';
 
@@ -22,14 +23,16 @@ export interface SegmentComputeInput {
 const DELIVERY_BATCH = 500;
 
 /**
- * POST /segments/:id/compute. The membership diff is one activity (one transaction); the API waits
- * for this workflow's result, so the events it recorded are delivered by a child workflow that
- * outlives it, however many there are.
+ * POST /segments/:id/compute. The membership diff is one activity (one transaction), which records
+ * the entry/exit events through the one event path (db/record-events.ts): they start journeys and
+ * wake waits like any event, however many there are.
  */
 export async function segmentCompute(input: SegmentComputeInput): Promise<{ added: number; removed: number; total: number }> {
   const info = workflowInfo();
   const outcome = await applySegmentMembership({ ...input, computeId: `${info.workflowId}/${info.runId}` });
-  if (outcome.events) {
+  // The events now reach journeys through the trigger outbox, written with them; a compute from
+  // before that delivers its own in a child, as it did.
+  if (!patched(PATCHES.segmentEventsInOutbox) && outcome.events) {
     await startChild(segmentEventDelivery, {
       workflowId: `${info.workflowId}:events:${outcome.events.firstId}`,
       args: [{ ...input, ...outcome.events, after: null, limit: DELIVERY_BATCH }],
@@ -40,7 +43,10 @@ export async function segmentCompute(input: SegmentComputeInput): Promise<{ adde
   return { added: outcome.added, removed: outcome.removed, total: outcome.total };
 }
 
-/** Delivers a compute's entry/exit events to workflows, a page per activity, in id order. */
+/**
+ * Delivers the entry/exit events of a compute from before the trigger outbox (PATCHES.segmentEventsInOutbox)
+ * to workflows, a page per activity, in id order.
+ */
 export async function segmentEventDelivery(input: DeliverSegmentEventsInput): Promise<{ delivered: number }> {
   let after = input.after;
   let delivered = 0;

@@ -64,7 +64,7 @@ export function createTriggerDispatcherActivities({ orm, config, listener, foreg
                 try {
                   // A journey may start a moment later; the requests of a burst are answered first.
                   await foreground?.quiet(FOREGROUND_MAX_WAIT_MS, ctx.cancellationSignal);
-                  await deliverTrackedEvent(deps, row, row.signalExecutions);
+                  await deliverTrackedEvent(deps, row, row.signalExecutions, row);
                   done.push(row.id);
                 } catch (err) {
                   // The contact's later events wait for this one's retry: their order matters to WAIT_FOR_EVENT.

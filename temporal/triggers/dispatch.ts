@@ -80,16 +80,18 @@ export async function startExecution(deps: TriggerDeps, input: ExecutionClaim): 
 }
 
 /**
- * What a tracked event does to workflows: the contact's executions that were active when it was
- * tracked receive it (a WAIT_FOR_EVENT may be waiting for it), then every enabled workflow it
- * triggers starts an execution with the event data as context, under an id derived from the
- * event, so repeating all of this after a crash starts nothing twice.
+ * What a recorded event does to workflows: the contact's executions that waited for it when it
+ * was recorded receive it (their WAIT_FOR_EVENT decides whether it is the one), then, unless a
+ * journey caused it, every enabled workflow it triggers starts an execution with the event data
+ * as context, under an id derived from the event, so repeating all of this after a crash starts
+ * nothing twice.
  */
 export async function deliverTrackedEvent(
   deps: TriggerDeps,
   event: { projectId: string; contactId: string; eventId: string; name: string; trackedAt: string; context: Record<string, JsonValue> },
-  /** The executions active when the event was tracked (the outbox row keeps them); looked up now when absent. */
+  /** The executions waiting when the event was recorded (the outbox row keeps them); the contact's active ones when absent. */
   signalExecutions?: string[],
+  opts: { startsJourneys: boolean } = { startsJourneys: true },
 ): Promise<{ started: string[] }> {
   const running = signalExecutions ?? (await activeExecutionIdsOfContact(deps.em, event.projectId, event.contactId));
   await Promise.all(
@@ -98,6 +100,7 @@ export async function deliverTrackedEvent(
     ),
   );
   const started: string[] = [];
+  if (!opts.startsJourneys) return { started };
   const triggered = deps.lookups
     ? await deps.lookups.triggeredBy(event.projectId, event.name)
     : await journeysTriggeredBy(deps.em, event.projectId, event.name);

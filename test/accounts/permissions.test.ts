@@ -42,9 +42,6 @@ const DENIED = 'PROJECT_ACCESS_DENIED' as const;
 const anyMember = (ok: number): Record<Actor, Outcome> => ({ OWNER: ok, ADMIN: ok, MEMBER: ok, 'non-member': DENIED, 'secret key': ok });
 /** OWNER / ADMIN, and the secret key (counts as ADMIN). */
 const admins = (ok: number): Record<Actor, Outcome> => ({ OWNER: ok, ADMIN: ok, MEMBER: 'FORBIDDEN', 'non-member': DENIED, 'secret key': ok });
-/** Session routes under /users/@me: a key is no user (401). */
-const sessionAnyMember = (ok: number): Record<Actor, Outcome> => ({ ...anyMember(ok), 'secret key': 401 });
-const sessionAdmins = (ok: number): Record<Actor, Outcome> => ({ ...admins(ok), 'secret key': 401 });
 
 const me = (f: Fixture) => `/users/@me/projects/${f.project.id}`;
 const members = (f: Fixture) => `/projects/${f.project.id}/members`;
@@ -109,19 +106,19 @@ const ROWS: Row[] = [
   // The project itself.
   { action: 'setup state', method: 'get', path: (f) => `/projects/${f.project.id}/setup-state`, expected: anyMember(200) },
   { action: 'security (project route)', method: 'get', path: (f) => `/projects/${f.project.id}/security`, expected: anyMember(200) },
-  { action: 'security (user route)', method: 'get', path: (f) => `${me(f)}/security`, expected: sessionAnyMember(200) },
-  { action: 'rename the project', method: 'patch', path: me, body: () => ({ name: 'Renamed' }), expected: sessionAdmins(200) },
-  { action: 'regenerate keys', method: 'post', path: (f) => `${me(f)}/regenerate-keys`, expected: sessionAdmins(200) },
-  { action: 'reset the project', method: 'post', path: (f) => `${me(f)}/reset`, body: () => ({ confirm: 'Perms' }), expected: sessionAdmins(200) },
+  { action: 'security (user route)', method: 'get', path: (f) => `${me(f)}/security`, expected: anyMember(200) },
+  { action: 'rename the project', method: 'patch', path: me, body: () => ({ name: 'Renamed' }), expected: admins(200) },
+  { action: 'regenerate keys', method: 'post', path: (f) => `${me(f)}/regenerate-keys`, expected: admins(200) },
+  { action: 'reset the project', method: 'post', path: (f) => `${me(f)}/reset`, body: () => ({ confirm: 'Perms' }), expected: admins(200) },
   {
     action: 'delete the project',
     method: 'delete',
     path: me,
-    expected: { OWNER: 200, ADMIN: 'FORBIDDEN', MEMBER: 'FORBIDDEN', 'non-member': DENIED, 'secret key': 401 },
+    expected: { OWNER: 200, ADMIN: 'FORBIDDEN', MEMBER: 'FORBIDDEN', 'non-member': DENIED, 'secret key': 'FORBIDDEN' },
   },
   // Billing (routes of the billing module).
-  { action: 'read billing limits', method: 'get', path: (f) => `${me(f)}/billing-limits`, expected: sessionAnyMember(200) },
-  { action: 'set billing limits', method: 'put', path: (f) => `${me(f)}/billing-limits`, body: () => ({ campaign: 1000 }), expected: sessionAdmins(200) },
+  { action: 'read billing limits', method: 'get', path: (f) => `${me(f)}/billing-limits`, expected: anyMember(200) },
+  { action: 'set billing limits', method: 'put', path: (f) => `${me(f)}/billing-limits`, body: () => ({ campaign: 1000 }), expected: admins(200) },
 ];
 
 let sending: SendingEnv;
@@ -191,7 +188,8 @@ test.each(cells)('%s as %s', async (_action, actor, row) => {
 test('a secret key of another project is refused on every route that names a project (403 PROJECT_ACCESS_DENIED)', async () => {
   const f = await fixture();
   const other = await sending.env.project();
-  for (const row of ROWS.filter((r) => r.path(f, undefined).startsWith('/projects/') || r.path(f, undefined).startsWith('/domains/project/'))) {
+  const namesProject = (path: string) => ['/projects/', '/users/@me/projects/', '/domains/project/'].some((p) => path.startsWith(p));
+  for (const row of ROWS.filter((r) => namesProject(r.path(f, undefined)))) {
     let req = sending.env.http()[row.method](row.path(f, undefined)).set(bearer(other.secretKey));
     if (row.body) req = req.send(row.body(f));
     const res = await req;

@@ -149,8 +149,9 @@ test('declared security matches what the server enforces, with matching error re
       const needsKey = security.length > 0;
       if (needsKey) secured++;
       // Every secured operation accepts the secret key (spec: secret keys work everywhere), except
-      // the ones that belong to a signed-in user rather than a project: those take the session only.
-      const userOwned = /^\/(users\/@me|auth\/)/.test(path);
+      // the ones that belong to a signed-in user rather than a project (the user, their project
+      // list): those take the session only.
+      const userOwned = /^\/(users\/@me(\/projects)?$|auth\/)/.test(path);
       if (needsKey && userOwned) expect({ label, security }).toEqual({ label, security: [{ session: [] }] });
       if (needsKey && !userOwned) expect({ label, secretKey: security.some((s) => 'secretKey' in s) }).toEqual({ label, secretKey: true });
       expect({

@@ -40,6 +40,11 @@ async function listed(p: ProjectWithKeys, id: string): Promise<Domain | undefine
   return (res.body as Domain[]).find((d) => d.id === id);
 }
 
+/** The return path is checked but not required: its records never check out in this file (see below). */
+const NO_RETURN_PATH = { ready: false, conclusive: true };
+/** publish() writes every record as TXT, the return-path MX too, so only its SPF is found. */
+const PUBLISHED_AS_TXT = { returnPathMx: 'missing', returnPathSpf: 'ok' };
+
 const record = (d: Domain, purpose: string) => d.records.find((r) => r.purpose === purpose)!;
 const publish = (d: Domain) => {
   for (const r of d.records) dns.set(r.name, 'TXT', [r.value]);
@@ -80,13 +85,19 @@ test('POST /domains returns the DKIM (RSA 2048), SPF and DMARC records to publis
     lastCheck: null,
     lastCheckedAt: null,
     verifiedAt: null,
+    returnPathVerifiedAt: null,
     createdAt: expect.any(String),
     // A relay is configured here: nothing can be sent from it until it is verified.
     sending: { allowed: false, reason: expect.stringMatching(/^Publish the DNS records/) },
   });
   expect(new Date(domain.createdAt).getTime()).toBeGreaterThanOrEqual(before - 1000);
 
-  expect(domain.records.map((r) => r.purpose)).toEqual(['dkim', 'spf', 'dmarc']);
+  expect(domain.records.map((r) => r.purpose)).toEqual(['dkim', 'spf', 'dmarc', 'return-path', 'return-path']);
+  // The return path: an MX naming the receiver and SPF at bounces.<domain> (docs/configuration.md).
+  expect(domain.records.filter((r) => r.purpose === 'return-path')).toEqual([
+    { type: 'MX', name: 'bounces.shape.example.test', value: '10 localhost', purpose: 'return-path' },
+    { type: 'TXT', name: 'bounces.shape.example.test', value: 'v=spf1 include:shape.example.test ~all', purpose: 'return-path' },
+  ]);
   const dkim = record(domain, 'dkim');
   expect(dkim).toEqual({ type: 'TXT', name: expect.any(String), value: expect.any(String), purpose: 'dkim' });
   expect(dkim.name).toMatch(/^[a-z0-9-]+\._domainkey\.shape\.example\.test$/);
@@ -147,7 +158,7 @@ test('the workflow verifies a domain once its records are published, with no API
     return d?.lastCheck ? d : undefined;
   }, 10_000);
   expect(pending.status).toBe('pending');
-  expect(pending.lastCheck).toEqual({ verified: false, conclusive: true, records: { dkim: 'missing', spf: 'missing', dmarc: 'missing' } });
+  expect(pending.lastCheck).toEqual({ verified: false, conclusive: true, returnPath: NO_RETURN_PATH, records: { dkim: 'missing', spf: 'missing', dmarc: 'missing', returnPathMx: 'missing', returnPathSpf: 'missing' } });
   expect(pending.verifiedAt).toBeNull();
 
   const published = Date.now();
@@ -157,7 +168,7 @@ test('the workflow verifies a domain once its records are published, with no API
     const d = await listed(project, domain.id);
     return d?.status === 'verified' && d;
   }, 5_000);
-  expect(verified.lastCheck).toEqual({ verified: true, conclusive: true, records: { dkim: 'ok', spf: 'ok', dmarc: 'ok' } });
+  expect(verified.lastCheck).toEqual({ verified: true, conclusive: true, returnPath: NO_RETURN_PATH, records: { dkim: 'ok', spf: 'ok', dmarc: 'ok', ...PUBLISHED_AS_TXT } });
   expect(new Date(verified.verifiedAt!).getTime()).toBeGreaterThanOrEqual(published - 1000);
   expect(new Date(verified.lastCheckedAt!).getTime()).toBeGreaterThanOrEqual(new Date(verified.verifiedAt!).getTime());
   // It keeps watching a verified domain, to notice records that disappear.
@@ -172,7 +183,7 @@ test('GET /domains/:id/verify checks at once, through the workflow: missing befo
   const before = await as(project).verify(domain.id);
   expect(before.status).toBe(200);
   expect(before.body).toMatchObject({ id: domain.id, domain: 'forced.example.test', status: 'pending', verifiedAt: null });
-  expect(before.body.lastCheck).toEqual({ verified: false, conclusive: true, records: { dkim: 'missing', spf: 'missing', dmarc: 'missing' } });
+  expect(before.body.lastCheck).toEqual({ verified: false, conclusive: true, returnPath: NO_RETURN_PATH, records: { dkim: 'missing', spf: 'missing', dmarc: 'missing', returnPathMx: 'missing', returnPathSpf: 'missing' } });
   expect(new Date(before.body.lastCheckedAt).getTime()).toBeGreaterThanOrEqual(start1 - 50);
 
   publish(domain);
@@ -180,7 +191,7 @@ test('GET /domains/:id/verify checks at once, through the workflow: missing befo
   const after = await as(project).verify(domain.id);
   expect(after.status).toBe(200);
   expect(after.body.status).toBe('verified');
-  expect(after.body.lastCheck).toEqual({ verified: true, conclusive: true, records: { dkim: 'ok', spf: 'ok', dmarc: 'ok' } });
+  expect(after.body.lastCheck).toEqual({ verified: true, conclusive: true, returnPath: NO_RETURN_PATH, records: { dkim: 'ok', spf: 'ok', dmarc: 'ok', ...PUBLISHED_AS_TXT } });
   expect(new Date(after.body.verifiedAt).getTime()).toBeGreaterThanOrEqual(start2 - 50);
   expect(after.body.records).toEqual(domain.records);
 
@@ -220,7 +231,7 @@ test('a wrong DKIM key is a mismatch and leaves the domain pending', async () =>
   const res = await as(project).verify(domain.id);
   expect(res.status).toBe(200);
   expect(res.body.status).toBe('pending');
-  expect(res.body.lastCheck).toEqual({ verified: false, conclusive: true, records: { dkim: 'mismatch', spf: 'mismatch', dmarc: 'ok' } });
+  expect(res.body.lastCheck).toEqual({ verified: false, conclusive: true, returnPath: NO_RETURN_PATH, records: { dkim: 'mismatch', spf: 'mismatch', dmarc: 'ok', returnPathMx: 'missing', returnPathSpf: 'missing' } });
   // A key that merely starts with ours is not ours either.
   const ours = /p=(.*)$/.exec(record(domain, 'dkim').value)![1]!;
   dns.set(record(domain, 'dkim').name, 'TXT', [`v=DKIM1; k=rsa; p=${ours}AAAA`]);
@@ -247,7 +258,7 @@ test('a verified domain whose DKIM record disappears goes back to pending, and s
     const d = await listed(project, domain.id);
     return d?.status === 'pending' && d;
   }, 5_000);
-  expect(demoted.lastCheck).toEqual({ verified: false, conclusive: true, records: { dkim: 'missing', spf: 'ok', dmarc: 'ok' } });
+  expect(demoted.lastCheck).toEqual({ verified: false, conclusive: true, returnPath: NO_RETURN_PATH, records: { dkim: 'missing', spf: 'ok', dmarc: 'ok', ...PUBLISHED_AS_TXT } });
   expect(demoted.verifiedAt).toBeNull();
 
   const refused = await as(project).send({ to: 'someone@example.org', from: 'hi@lost.example.test', subject: 'S', body: 'B' });
@@ -276,7 +287,8 @@ test('a DNS timeout or SERVFAIL says nothing about the records: a verified domai
     expect(forced.body.lastCheck).toEqual({
       verified: false,
       conclusive: false,
-      records: { dkim: 'unreachable', spf: 'unreachable', dmarc: 'unreachable' },
+      returnPath: { ready: false, conclusive: false },
+      records: { dkim: 'unreachable', spf: 'unreachable', dmarc: 'unreachable', returnPathMx: 'unreachable', returnPathSpf: 'unreachable' },
     });
     // Background re-checks in the same conditions change nothing either.
     const later = await waitUntil(async () => {
@@ -295,14 +307,14 @@ test('a DNS timeout or SERVFAIL says nothing about the records: a verified domai
   try {
     const servfail = await as(project).verify(domain.id);
     expect(servfail.body.status).toBe('verified');
-    expect(servfail.body.lastCheck).toEqual({ verified: false, conclusive: false, records: { dkim: 'unreachable', spf: 'ok', dmarc: 'ok' } });
+    expect(servfail.body.lastCheck).toEqual({ verified: false, conclusive: false, returnPath: NO_RETURN_PATH, records: { dkim: 'unreachable', spf: 'ok', dmarc: 'ok', ...PUBLISHED_AS_TXT } });
   } finally {
     dns.setRcode(record(domain, 'dkim').name, null);
   }
 
   // DNS answers again: checks are conclusive again.
   const recovered = await as(project).verify(domain.id);
-  expect(recovered.body.lastCheck).toEqual({ verified: true, conclusive: true, records: { dkim: 'ok', spf: 'ok', dmarc: 'ok' } });
+  expect(recovered.body.lastCheck).toEqual({ verified: true, conclusive: true, returnPath: NO_RETURN_PATH, records: { dkim: 'ok', spf: 'ok', dmarc: 'ok', ...PUBLISHED_AS_TXT } });
   expect(recovered.body.verifiedAt).toBe(verifiedAt);
   await smtp.waitFor(1);
   expect(smtp.messages.some((m) => m.envelope.to.includes('slow@example.org'))).toBe(true);

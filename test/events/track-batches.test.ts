@@ -32,7 +32,7 @@ test('one batch: new and existing contacts, a repeat of one, a subscription chan
   const old = (await env.http().post('/contacts').set(bearer(project.secretKey)).send({ email: 'old@batch.io', data: { plan: 'pro' } })).body;
   expect(old.subscribed).toBe(true);
 
-  const results = await trackEvents(em, env.taskQueue, [
+  const results = await trackEvents(em, [
     { projectId: project.id, req: { email: 'New@Batch.io', event: 'signup', data: { score: 1, plan: 'free' } } },
     { projectId: project.id, req: { email: 'old@batch.io', event: 'churn', subscribed: false, data: { plan: null } } },
     { projectId: project.id, req: { email: 'new@batch.io', event: 'upgrade', data: { score: 'high' } } },

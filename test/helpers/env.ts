@@ -11,6 +11,7 @@ import { createOrm, type Orm } from '../../db/orm';
 import { createProject, type ProjectWithKeys } from '../../db/projects/projects';
 import { DeliveryHandoff } from '../../db/messages/delivery-handoff';
 import { createDnsLookup } from '../../mail/dns';
+import { loadBounceAddresses, startReturnPaths } from '../../db/domains/return-paths';
 import { mailerFromConfig } from '../../mail/mailer';
 import { TemporalGateway } from '../../temporal/client';
 import { startWorker, type WorkerHandle } from '../../temporal/worker';
@@ -44,13 +45,15 @@ export async function startTestEnv(env: Record<string, string> = {}): Promise<Te
     PUBLIC_URL: 'http://localhost:3000',
     ...env,
   });
-  const orm = await createOrm(config.databaseUrl!);
+  const orm = await createOrm(config.databaseUrl!, {}, taskQueue);
   const temporal = await TemporalGateway.connect(
     { address: config.temporal.address!, namespace: config.temporal.namespace, taskQueue },
     config,
   );
   const dns = createDnsLookup({ servers: config.dnsServers, timeoutMs: 1000, tries: 1 });
-  const mailer = mailerFromConfig(config);
+  // Emails go from their bounce addresses once their domain's return-path records check out, as in cli/start.ts.
+  const returnPaths = await startReturnPaths(orm, await loadBounceAddresses(orm, config), config, () => {});
+  const mailer = mailerFromConfig(config, undefined, returnPaths);
   // API and worker share this process, as `tidings start` runs them: the API's requests go first.
   const foreground = new Foreground();
   // And the API hands /v1/send's emails to the delivery engine of the workers started here.
@@ -78,6 +81,7 @@ export async function startTestEnv(env: Record<string, string> = {}): Promise<Te
     async close() {
       await Promise.all(workers.map((w) => w.shutdown()));
       mailer.close();
+      returnPaths.stop();
       await temporal.close();
       await orm.close();
     },

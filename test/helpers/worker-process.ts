@@ -34,7 +34,7 @@ async function main(): Promise<void> {
   if (!config.temporal.address) throw new Error('TEMPORAL_ADDRESS is required');
   if (!codePath) throw new Error('WORKFLOW_BUNDLE (path to the pre-built workflow bundle) is required');
 
-  const orm = await createOrm(config.databaseUrl);
+  const orm = await createOrm(config.databaseUrl, {}, config.temporal.taskQueue);
   const dns = createDnsLookup({ servers: config.dnsServers });
   const mailer = mailerFromConfig(config);
   const settings = { address: config.temporal.address, namespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue };

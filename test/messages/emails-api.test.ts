@@ -210,15 +210,16 @@ test('with the relay unreachable the email waits QUEUED saying why, no attempt c
   }
 });
 
-test('a refused email (550) is FAILED after one attempt, with the reply', async () => {
+test('a refused recipient (550) is a hard bounce after one attempt, with the reply', async () => {
   // By recipient, not "the next message": an email of an earlier test may still be in retry.
   smtp.failRecipient(/^refused@example\.org$/, 550);
   const { id } = await send('refused@example.org');
-  const failed = await waitForEmail(id, (e) => e.status === 'FAILED');
-  expect(failed.attempts).toBe(1);
-  expect(failed.relayResponse).toMatch(/550/);
-  expect(failed.error).toBe(failed.relayResponse);
-  expect(failed.sentAt).toBeNull();
+  const bounced = await waitForEmail(id, (e) => e.status === 'BOUNCED');
+  expect(bounced.attempts).toBe(1);
+  expect(bounced.bounceType).toBe('hard');
+  expect(bounced.relayResponse).toMatch(/550/);
+  expect(bounced.error).toBe(bounced.relayResponse);
+  expect(bounced.sentAt).toBeNull();
 });
 
 test("404 for an unknown email and for another project's; 422 for a malformed id", async () => {
@@ -243,7 +244,7 @@ test("404 for an unknown email and for another project's; 422 for a malformed id
 test('the list: newest first, filtered by contact and by status, every email once when paged one by one', async () => {
   smtp.failRecipient(/^l-refused@example\.org$/, 550);
   const refused = await send('l-refused@example.org');
-  await waitForEmail(refused.id, (x) => x.status === 'FAILED');
+  await waitForEmail(refused.id, (x) => x.status === 'BOUNCED');
   // Three recipients in one request share their creation time: paging must still tell them apart.
   const res = await env
     .http()
@@ -281,10 +282,10 @@ test('the list: newest first, filtered by contact and by status, every email onc
   expect(ofContact.data.map((e) => e.id)).toEqual([again.id, batch[0]!.id]);
   expect(ofContact.total).toBe(2);
 
-  const failed = await listEmails({ status: 'FAILED', limit: 100 });
-  expect(failed.data.map((e) => e.id)).toContain(refused.id);
-  expect(failed.data.every((e) => e.status === 'FAILED')).toBe(true);
-  expect(failed.data.map((e) => e.id)).toEqual(all.data.filter((e) => e.status === 'FAILED').map((e) => e.id));
+  const bounced = await listEmails({ status: 'BOUNCED', limit: 100 });
+  expect(bounced.data.map((e) => e.id)).toContain(refused.id);
+  expect(bounced.data.every((e) => e.status === 'BOUNCED')).toBe(true);
+  expect(bounced.data.map((e) => e.id)).toEqual(all.data.filter((e) => e.status === 'BOUNCED').map((e) => e.id));
   expect((await listEmails({ status: 'SENT', contactId: batch[1]!.contactId })).data.map((e) => e.id)).toEqual([batch[1]!.id]);
 
   const badStatus = await env.http().get('/emails').query({ status: 'LOST' }).set(bearer(project.secretKey));
@@ -295,7 +296,7 @@ test('the list: newest first, filtered by contact and by status, every email onc
   expect(badCursor.body.error.code).toBe('INVALID_CURSOR');
 });
 
-test('campaign emails count their attempts: a deferred one is retried and SENT, a refused one FAILED with the reply', async () => {
+test('campaign emails count their attempts: a deferred one is retried and SENT, a refused one BOUNCED with the reply', async () => {
   const auth = bearer(other.secretKey);
   for (const email of ['camp-ok@example.org', 'camp-refused@example.org']) {
     expect((await env.http().post('/contacts').set(auth).send({ email })).status).toBe(201);
@@ -313,7 +314,7 @@ test('campaign emails count their attempts: a deferred one is retried and SENT, 
 
   const emails = await waitUntil(async () => {
     const page = await listEmails({ limit: 100 }, other);
-    const mine = page.data.filter((e) => e.status === 'SENT' || e.status === 'FAILED');
+    const mine = page.data.filter((e) => e.status === 'SENT' || e.status === 'BOUNCED');
     return mine.length === 2 && page.data;
   }, 30_000);
   const details = await Promise.all(emails.map((e) => getEmail(e.id, other)));
@@ -322,6 +323,6 @@ test('campaign emails count their attempts: a deferred one is retried and SENT, 
   expect(ok).toMatchObject({ status: 'SENT', source: 'campaign', campaignId: created.body.id, attempts: 2, error: null });
   expect(ok.relayResponse).toMatch(/^250 /);
   expect(ok.lastAttemptAt).not.toBeNull();
-  expect(refused).toMatchObject({ status: 'FAILED', source: 'campaign', attempts: 1 });
+  expect(refused).toMatchObject({ status: 'BOUNCED', bounceType: 'hard', source: 'campaign', attempts: 1 });
   expect(refused.relayResponse).toMatch(/550/);
 });

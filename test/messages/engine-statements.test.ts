@@ -46,7 +46,7 @@ test('concurrent claims share one statement, each gets at most its limit, oldest
   const queue = `engine-statements-${randomUUID().slice(0, 8)}`;
   const ids = await queueEmails(queue, 6);
   const statements = new EngineStatements(env.orm.em.fork());
-  const claim = (limit: number) => statements.claim({ queue, limit, leaseSeconds: 60, which: 'queued' });
+  const claim = async (limit: number) => (await statements.claim({ queue, limit, leaseSeconds: 60, which: 'queued' })).emails;
 
   const [a, b, c] = await Promise.all([claim(4), claim(4), claim(4)]);
   expect(a.map((e) => e.email.id)).toEqual(ids.slice(0, 4));
@@ -71,8 +71,8 @@ test('requests for different queues in one batch each get their own queue’s em
     statements.claim({ queue: q1, limit: 10, leaseSeconds: 60, which: 'queued' }),
     statements.claim({ queue: q2, limit: 10, leaseSeconds: 60, which: 'queued' }),
   ]);
-  expect(one.map((e) => e.email.id)).toEqual(ids1);
-  expect(two.map((e) => e.email.id)).toEqual(ids2);
+  expect(one.emails.map((e) => e.email.id)).toEqual(ids1);
+  expect(two.emails.map((e) => e.email.id)).toEqual(ids2);
 });
 
 test('concurrent SENT marks share one statement, each email once with its event', async () => {

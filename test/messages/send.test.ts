@@ -190,20 +190,20 @@ test('with the relay down the API still answers, and mail arrives once it is bac
   }
 });
 
-test('a permanent 5xx marks the email FAILED without retrying; a 4xx is retried', async () => {
+test('a permanent 5xx after DATA is a hard bounce, not retried; a 4xx is retried', async () => {
   const send = (to: string) =>
     env.http().post('/v1/send').set(bearer(project.secretKey)).send({ to, from: `hello@${DOMAIN}`, subject: 'S', body: 'B' });
   smtp.failNext(550, 1);
   const rejected = await send('rejected@example.org');
   const rejectedId = rejected.body.data.emails[0].email;
-  await waitUntil(async () => (await emailStatus(rejectedId)) === 'FAILED');
+  await waitUntil(async () => (await emailStatus(rejectedId)) === 'BOUNCED');
 
-  const failed = await queryOne<{ error: string; smtp_response: string; attempts: number }>(
+  const bounced = await queryOne<{ error: string; smtp_response: string; attempts: number; bounce_type: string }>(
     env.orm.em.fork(),
-    'select error, smtp_response, attempts from emails where id = ?',
+    'select error, smtp_response, attempts, bounce_type from emails where id = ?',
     [rejectedId],
   );
-  expect(failed).toMatchObject({ smtp_response: expect.stringContaining('550'), attempts: 1 });
+  expect(bounced).toMatchObject({ smtp_response: expect.stringContaining('550'), attempts: 1, bounce_type: 'hard' });
 
   smtp.failNext(451, 2);
   const deferred = await send('deferred@example.org');

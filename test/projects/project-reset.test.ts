@@ -147,7 +147,7 @@ test("reset wipes only that project's data, cancels its running work, and keeps 
   expect((await env.http().get('/users/@me/projects').set({ Cookie: a.owner.cookie })).body[0].name).toBe('Project A');
 });
 
-test('reset needs the exact project name (422, nothing deleted), the ADMIN role, and a session', async () => {
+test("reset needs the exact project name (422, nothing deleted) and the ADMIN role; another project's key is refused", async () => {
   const p = await populate('Exact Name');
   const before = await counts(p.project.id, WIPED_TABLES);
   for (const wrong of ['exact name', 'Exact Name ', '', 42]) {
@@ -161,8 +161,9 @@ test('reset needs the exact project name (422, nothing deleted), the ADMIN role,
   await addTestMember(env, p.project.id, member.id, 'MEMBER');
   const byMember = await reset(p, 'Exact Name', member);
   expect([byMember.status, byMember.body.error.code]).toEqual([403, 'FORBIDDEN']);
-  const byKey = await env.http().post(`/users/@me/projects/${p.project.id}/reset`).set(bearer(p.project.secretKey)).send({ confirm: 'Exact Name' });
-  expect(byKey.status).toBe(401);
+  const other = await env.project();
+  const byOtherKey = await env.http().post(`/users/@me/projects/${p.project.id}/reset`).set(bearer(other.secretKey)).send({ confirm: 'Exact Name' });
+  expect([byOtherKey.status, byOtherKey.body.error.code]).toEqual([403, 'PROJECT_ACCESS_DENIED']);
 
   expect(await counts(p.project.id, WIPED_TABLES)).toEqual(before);
   expect(await temporalStatus(workflowIds.journey(p.executionId))).toBe('RUNNING');

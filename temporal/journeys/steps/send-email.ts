@@ -25,6 +25,10 @@ export const sendEmailStep: StepHandler<'SEND_EMAIL'> = async (config, ctx): Pro
       ...(successor ? { successor } : {}),
     },
   ]);
+  if (queued.emailId) {
+    ctx.emails.byStep.set(ctx.stepId, queued.emailId);
+    ctx.emails.last = queued.emailId;
+  }
   if (successor) return { output: sendEmailOutput(queued), transitionRecorded: true };
   if (!queued.emailId) return { output: sendEmailOutput(queued) };
   if (journeyPatched(ctx.input, PATCHES.journeySendViaEngine)) return { output: sendEmailOutput(queued) };

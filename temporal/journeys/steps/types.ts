@@ -30,6 +30,8 @@ export interface StepContext {
   seq: number;
   context: Record<string, JsonValue>;
   events: readonly TrackedEventMessage[];
+  /** The emails this execution's SEND_EMAIL steps queued, so a wait for an email event waits for its own. */
+  emails: SentEmails;
   /**
    * What follows the step if it ends on its unlabelled transition (no branch, no exit). A step
    * whose outcome never picks a branch may record its end and this in its own local activity,
@@ -47,6 +49,12 @@ export interface StepOutcome {
   output?: JsonValue;
   /** The step recorded its end and StepContext.successor itself; the walk goes straight on. */
   transitionRecorded?: boolean;
+}
+
+/** The email each SEND_EMAIL step of the execution queued (the step's latest run), and the last one queued. */
+export interface SentEmails {
+  byStep: Map<string, string>;
+  last?: string;
 }
 
 /** What a SEND_EMAIL step records as its output, from what queueing its email gave. */
