@@ -57,7 +57,7 @@ const envSchema = z.object({
   SEND_THROTTLE_PER_SECOND: z.coerce.number().positive().default(100),
   // Between two batches the lanes drain and the next activity starts (a workflow task, the send
   // lock, the template, the first page): at 500 that gap cost a campaign of 20,000 about a fifth
-  // of its rate (bench/campaign.ts, docs/performance.md).
+  // of its rate (bench/campaign.ts).
   CAMPAIGN_BATCH_SIZE: z.coerce.number().int().min(1).max(100_000).default(5000),
   DELIVERY_ENGINES: z.coerce.number().int().min(1).max(64).default(2),
   DELIVERY_CONCURRENCY: z.coerce.number().int().min(1).max(500).default(16),

@@ -1,5 +1,6 @@
 /**
- * The product's error contract (spec "Errors", contract-decisions "Codes and statuses").
+ * The product's error contract: the envelope the OpenAPI description's Errors section shows
+ * (api/openapi-intro.ts), with a code and status per error.
  * Domain code in db/ and temporal/ throws these; the API maps them to the envelope.
  */
 export interface FieldError {

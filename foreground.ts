@@ -31,7 +31,7 @@ const FIRST_GLANCE_MS = 20;
  * Why: 1,000 tracked events that each start a journey were answered at 124–178/s, p99 306–343 ms,
  * on 2 cores, because every journey started during the burst took ~40 ms of CPU from it; waiting
  * for the burst to pass, 838–954/s, p99 57–101 ms, and the journeys finished no later
- * (bench/workflows.ts, docs/performance.md).
+ * (bench/workflows.ts).
  */
 export class Foreground {
   private inFlight = 0;
@@ -116,7 +116,7 @@ export class Foreground {
  *
  * Why, for the delivery engine: on 2 cores, a burst of 4,000 `/v1/send` was answered at
  * 383–409/s with every email sent as it was accepted; with the engine's lanes waiting for up to
- * 5 s of the burst, 559–587/s, and the last email reached the relay no later (docs/performance.md).
+ * 5 s of the burst, 559–587/s, and the last email reached the relay no later (bench/send.ts).
  */
 export class BurstYield {
   /** The last burst seen, and since when it holds this work back (-Infinity: it does not). */

@@ -1,7 +1,8 @@
 import type { z } from 'zod';
 import { type FieldError, validationError } from '../errors';
 
-// Zod 4 calls a malformed string "invalid_format"; the spec's item code is "invalid_string".
+// Zod 4 calls a malformed string "invalid_format"; the API's item code is "invalid_string" (the
+// OpenAPI description's Errors section, api/openapi-intro.ts).
 const CODE_ALIASES: Record<string, string> = { invalid_format: 'invalid_string' };
 
 export function toFieldErrors(error: z.ZodError, prefix?: string): FieldError[] {

@@ -4,8 +4,8 @@
  *
  *  - rawPoolRate: messages composed and DKIM-signed like the service's (mail/compose.ts), through a
  *    fresh pooled nodemailer transport (5 connections, as the worker's own pool) straight to the
- *    stack's SMTP sink (bench/send.ts, bench/campaign.ts): the issue's reference, kept on
- *    nodemailer although the service now sends through mail/smtp-pool.ts;
+ *    stack's SMTP sink (bench/send.ts, bench/campaign.ts): a widely used client as the reference,
+ *    although the service sends through mail/smtp-pool.ts;
  *  - bareWorkflowRate: executions of bench/baseline-workflow.ts (one no-op activity) on their own
  *    worker and task queue, against the stack's Temporal dev server (bench/workflows.ts).
  */

@@ -10,8 +10,8 @@
  * newsletter-sized one, with non-ASCII names and text. No database or relay is involved.
  *
  * - nodemailer: MailComposer builds the message and nodemailer's DKIM signer signs the stream,
- *   which is what sendMail did for every email before (the relay's part excluded);
- * - fast path: renderMessage, the bytes the mailer now hands to the transport as they are.
+ *   as nodemailer's sendMail does (the relay's part excluded);
+ * - fast path: renderMessage, the bytes the service's mailer hands to the transport as they are.
  *
  * `cpu` is the process's user+system time per message, the libuv thread pool included (where the
  * fast path signs); `main` is the event loop's busy time per message (performance

@@ -251,7 +251,7 @@ export function serviceMode(value: string | undefined): 'in-process' | 'process'
 /**
  * `tidings start` with `env` as a child process, healthy; stopped by `teardown`. Returns its pid.
  * It runs the build, as `npm start` does (built here first); BENCH_SERVICE_FROM_SOURCE=1 runs the
- * source through tsx's loader instead, as the benches did until the fourteenth session.
+ * source through tsx's loader instead (slower: tsx names every closure it creates through a helper).
  */
 async function serviceProcess(teardown: Teardown, env: Record<string, string>): Promise<number> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'tidings-bench-'));
@@ -286,7 +286,7 @@ function assertApplied(worker: WorkerHandle, wanted: Partial<WorkerOptions>): vo
 /**
  * A warm-up long enough that V8 has optimized a request path (functions that run once per request
  * reach TurboFan only after a few thousand calls): with 800 requests, 174 functions of /v1/send's
- * path were still compiled during the load (docs/performance.md, eleventh session).
+ * path were still compiled during the load, and its first seconds ran slower than the rest.
  */
 export const JIT_WARM_UP_REQUESTS = 4000;
 

@@ -18,7 +18,7 @@
  *
  * Phases, one after the other:
  *  0. a warm-up: --warm-up sends (4,000) to other recipients, then ANALYZE, outside every figure and
- *     check: enough that V8 has optimized the request path before the load (docs/performance.md);
+ *     check: enough that V8 has optimized the request path before the load (JIT_WARM_UP_REQUESTS);
  *  1. raw: --raw messages like the API's (same template, rendered and DKIM-signed with the domain's
  *     key) through a fresh nodemailer pool straight to the sink, --concurrency in flight
  *     (bench/baselines.ts rawPoolRate);
@@ -76,7 +76,7 @@ function options() {
       'recipients-per-request': { type: 'string', default: '1' },
       raw: { type: 'string', default: '2000' },
       'one-at-a-time': { type: 'string', default: '50' },
-      // 1 shows the first seconds of a run apart (with too short a warm-up they run below the steady rate: docs/performance.md).
+      // 1 shows the first seconds of a run apart (with too short a warm-up they run below the steady rate).
       'progress-seconds': { type: 'string', default: '5' },
       'warm-up': { type: 'string', default: String(JIT_WARM_UP_REQUESTS) },
       service: { type: 'string', default: 'in-process' },
@@ -341,7 +341,7 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
     `  exactly once  ${exactlyOnce ? 'OK' : 'FAILED'}: ${once}/${total} email ids at the sink exactly once by Message-ID (${opts.n} of the load, ${opts.oneAtATime} one at a time); ` +
       `${duplicated} duplicated (${extraCopies} extra copies), ${missing} missing, ${unexpected} unexpected messages`,
     `  check         ${checkOk ? 'OK' : 'FAILED'}: exactly once ${exactlyOnce ? 'yes' : 'no'}, ${unsigned} not signed for ${DOMAIN}, ${atSink}/${total} messages at the sink; ${sent}/${total} emails rows SENT (${[...rows].map(([k, v]) => `${k} ${v}`).join(', ')})`,
-    `  goals         (issue 12, for 1 recipient per request and 16 clients, 2 cores)`,
+    `  goals         (for 1 recipient per request and 16 clients, 2 cores)`,
     ...goalLines([
       { goal: '≥ 1,000 accepted/s', met: acceptedRate >= 1000, measured: `${acceptedRate.toFixed(0)}/s (${(acceptedRate / 1000).toFixed(2)} of it)` },
       { goal: 'p99 < 100 ms', met: p99 < 100, measured: ms(p99) },

@@ -1,7 +1,7 @@
 /**
- * The SMTP client alone: the same prepared messages through a nodemailer pool (what the service
- * used before, and the raw baseline of bench/send.ts and bench/campaign.ts) and through
- * mail/smtp-pool.ts (what it uses now), 5 connections each, to the test SMTP sink running in a
+ * The SMTP client alone: the same prepared messages through a nodemailer pool (the raw baseline
+ * of bench/send.ts and bench/campaign.ts) and through mail/smtp-pool.ts (the service's client),
+ * 5 connections each, to the test SMTP sink running in a
  * child process, so that this process's CPU is the client's alone:
  *
  *   npx tsx bench/smtp.ts                        # 5,000 messages a side, 3 interleaved rounds

@@ -203,7 +203,7 @@ function coreSpeeds(): number[] | undefined {
   return counts.map((c) => c / fastest);
 }
 
-/** A figure set against a goal (issue 12's, on this 2-core machine): whether it is met, and by how much. */
+/** A figure set against a goal (docs/performance.md, for a 2-core machine): whether it is met, and by how much. */
 export interface Goal {
   goal: string;
   met: boolean;

@@ -1,5 +1,5 @@
 /**
- * Throughput with 1 and then 2 worker processes: the production topology (issue 14) with the API
+ * Throughput with 1 and then 2 worker processes: the production topology (docs/production.md) with the API
  * as its own process, against a Temporal server whose persistence and visibility are on PostgreSQL.
  *
  *   npx tsx bench/topology.ts [--campaign 5000] [--send 2000] [--concurrency 16]

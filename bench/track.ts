@@ -18,7 +18,7 @@
  * bench/send.ts) and an ANALYZE come first (see main), outside the figures.
  *
  * Output: tracks/s (first request to last 200), latency, the CPU time of this process, the Temporal
- * server and PostgreSQL per track, and the goals of issue 12 (≥ 1,500 tracks/s, p99 < 50 ms).
+ * server and PostgreSQL per track, and the goals (≥ 1,500 tracks/s, p99 < 50 ms; docs/performance.md).
  */
 import os from 'node:os';
 import { parseArgs } from 'node:util';
@@ -107,7 +107,7 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
     `  cpu per track ${serviceCpuS === undefined ? 'this process' : `service process ${ms((1000 * serviceCpuS) / Math.max(1, tally.ok))}, load generator`} ${perTrack('node')}, Temporal server ${perTrack('temporal')}, PostgreSQL backends of ${stack.db.name} ${perTrack('postgres')}`,
     `  errors        ${errors}${tally.errorDetail()}`,
     `  check         ${checkOk ? 'OK' : 'FAILED'}: ${tally.ok}/${opts.n} answered 200, ${events}/${opts.n + warmup} "${EVENT}" events and ${contacts}/${opts.n + warmup} contacts stored (${warmup} of them the warm-up's), ${executions} workflow executions`,
-    `  goals         (issue 12, no workflow listening, 16 clients, 2 cores)`,
+    `  goals         (no workflow listening, 16 clients, 2 cores)`,
     ...goalLines([
       { goal: '≥ 1,500 tracks/s', met: rate >= 1500, measured: `${rate.toFixed(0)}/s (${(rate / 1500).toFixed(2)} of it)` },
       { goal: 'p99 < 50 ms', met: p99 < 50, measured: ms(p99) },

@@ -556,7 +556,7 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
     `  check         ${checkOk ? 'OK' : 'FAILED'}: ${checks.map(([pass, text]) => `${pass ? '' : '✗ '}${text}`).join('; ')}`,
     ...(opts.shapeName === 'send-only'
       ? [
-          `  goals         (issue 12, for one enabled TRIGGER → SEND_EMAIL workflow, 16 clients, 2 cores)`,
+          `  goals         (for one enabled TRIGGER → SEND_EMAIL workflow, 16 clients, 2 cores)`,
           ...goalLines([
             { goal: '≥ 1,000 accepted/s', met: trackRate >= 1000, measured: `${trackRate.toFixed(0)} tracks/s (${(trackRate / 1000).toFixed(2)} of it)` },
             { goal: 'p99 < 100 ms', met: trackP99 < 100, measured: ms(trackP99) },

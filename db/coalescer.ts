@@ -4,7 +4,7 @@
  * arrived while earlier batches were in flight. With nothing in flight a call starts its batch at
  * the end of the current event-loop turn, so an idle service adds no wait; under load the batches
  * grow by themselves, and the statement's fixed cost (the round trip, parse, bind, executor start,
- * the commit) is paid once per batch instead of once per request (docs/performance.md).
+ * the commit) is paid once per batch instead of once per request.
  *
  * `runBatch` answers each item in order: a value, or an Error for that item alone. When it throws,
  * every item of the batch gets that error (the database is unreachable, say).

@@ -9,7 +9,7 @@ export interface CursorPage<T> {
   data: T[];
   cursor: string | null;
   hasMore: boolean;
-  /** Filled on the first page only; 0 on later pages (spec "Conventions"). */
+  /** Filled on the first page only; 0 on later pages (the OpenAPI description's Pagination section). */
   total: number;
 }
 

@@ -11,7 +11,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
  * `transaction()` below opened, or an ORM transaction (`em.transactional`), which still goes
  * through knex so that it joins knex's own bookkeeping. Measured on the hot path (/v1/send), knex
  * added ~40 µs of CPU to every statement and MikroORM's transactional() ~300 µs to every
- * transaction, more than the statements themselves (docs/performance.md).
+ * transaction, more than the statements themselves.
  */
 export async function query<T = Record<string, unknown>>(
   em: EntityManager,
@@ -168,7 +168,7 @@ interface StatementConfig {
 
 /**
  * Statements that come back are prepared (named): parsing and planning were half of
- * PostgreSQL's CPU per statement on /v1/send (docs/performance.md). A text is named once seen
+ * PostgreSQL's CPU per statement on /v1/send. A text is named once seen
  * PREPARE_AFTER times, so one-off texts (a segment's compiled condition) are not, and at most
  * MAX_PREPARED texts are, since every connection keeps what it prepared. A migration that
  * changes the columns of a `select *` is handled by isStalePlan below.

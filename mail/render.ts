@@ -35,8 +35,8 @@ const env = Handlebars.create();
 const COALESCE = '__coalesce';
 env.registerHelper(COALESCE, (...args: unknown[]) => {
   args.pop(); // Handlebars' options object
-  // `??` means "missing or null"; 0, false and "" are values. "" too because the contract names only
-  // missing and null, and so `{{x ?? "y"}}` agrees with JavaScript's `x ?? "y"`.
+  // `??` means "missing or null"; 0, false and "" are values (the OpenAPI description's Template
+  // variables section), so `{{x ?? "y"}}` agrees with JavaScript's `x ?? "y"`.
   for (let i = 0; i < args.length - 1; i++) if (args[i] !== undefined && args[i] !== null) return args[i];
   return args[args.length - 1];
 });

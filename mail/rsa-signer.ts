@@ -6,7 +6,7 @@ import { Worker } from 'node:worker_threads';
  * RSA-SHA256 signatures (DKIM's) on threads of their own, each signing what it is sent one after
  * another. Through libuv's pool (`crypto.sign` with a callback) the four pool threads signed at
  * once on a 2-core machine and took the cores from the event loop and PostgreSQL; one signing
- * thread on 2 cores sent 11–24 % more campaign emails a second (docs/performance.md). A queue
+ * thread on 2 cores sent 11–24 % more campaign emails a second (bench/campaign.ts). A queue
  * ahead of the pool (one signature in flight) did worse: the thread then waited on the event loop
  * between signatures. The pool stays free for what else uses it (DNS lookups, files, scrypt).
  */

@@ -55,8 +55,7 @@ export function dataPayload(raw: Buffer): Buffer[] {
  * content may begin a group), so a busy connection waits one round trip per message instead of
  * two. The replies come in the order asked, so each transaction takes its own. Nodemailer's client,
  * which this replaces for sending, waits on each command and streams the content through a chain
- * of transforms: after the DKIM signature, it was the largest cost of a campaign email in node
- * (docs/performance.md).
+ * of transforms: after the DKIM signature, it was the largest cost of a campaign email in node.
  */
 export class SmtpSession {
   private socket: net.Socket;

@@ -38,8 +38,8 @@ export interface WorkerHandle {
  * a fifth: a new execution's first workflow task comes from it, unless the start was eager (only
  * while the worker has a free slot), and most executions here are journeys that end in that one
  * task. With 2 pollers of 10 on it, journeys started faster than they were picked up, and their
- * first tasks waited 1.2–2.5 s in the queue (bench/workflows.ts: 66–71 → 99–105 executions/s,
- * docs/performance.md). Executions that wait (a DELAY, WAIT_FOR_EVENT) still get the sticky queue's pollers.
+ * first tasks waited 1.2–2.5 s in the queue (bench/workflows.ts: 66–71 → 99–105 executions/s).
+ * Executions that wait (a DELAY, WAIT_FOR_EVENT) still get the sticky queue's pollers.
  */
 export const WORKER_TUNING = { nonStickyToStickyPollRatio: 1 } satisfies Partial<WorkerOptions>;
 

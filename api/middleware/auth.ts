@@ -42,7 +42,8 @@ const accessDenied = () =>
  * A disabled project still answers reads, so its owners can see why; writes get 403 PROJECT_DISABLED.
  */
 export function authenticate(sessionSecret: string, orm: Orm) {
-  // Concurrent requests' keys are looked up (and counted) in one statement: docs/performance.md.
+  // Concurrent requests' keys are looked up (and counted) in one statement (db/coalescer.ts): under
+  // load the statement's fixed cost is paid once per batch, not once per request.
   // One manager for every batch: raw statements only take a pooled connection through it.
   const em = orm.em.fork();
   const keyLookups = new Coalescer<KeyLookup, KeyOwner | null>((lookups) => findProjectsByKeys(em, lookups), KEY_LOOKUP_BATCHES);

@@ -17,8 +17,8 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /**
  * Request id, a logger per request and one "request completed" line per response, as pino-http
  * gave them. The request's child logger is made only when something logs through it: making it
- * serializes the request (headers, redaction), which was an eighth of the API's CPU under
- * `/v1/track` load at LOG_LEVEL=warn, where nothing is written (docs/performance.md).
+ * serializes the request (headers, redaction), an eighth of the API's CPU under `/v1/track` load
+ * at LOG_LEVEL=warn, where nothing is written.
  */
 export function requestLog(logger: Logger): RequestHandler {
   return (req: Request, res: Response, next: NextFunction) => {

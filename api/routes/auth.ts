@@ -23,7 +23,7 @@ import { accountMail } from '../use-cases/account-mail';
 
 const TAG = 'Authentication';
 
-/** Sign-up, sign-in and the account mail flows of the dashboard (spec "Authentication"). */
+/** Sign-up, sign-in and the account mail flows of the dashboard (docs/accounts-and-roles.md). */
 export function registerAuthRoutes(api: RouteRegistry, deps: AppDeps): void {
   const { config } = deps;
   // Made now, so the first login with an unknown email takes no longer than any other.

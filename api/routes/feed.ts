@@ -21,7 +21,7 @@ const range = (q: { from?: string; to?: string }) => ({
 });
 
 /**
- * The feed (the spec's activity feed, `/activity`) and its aggregates: a read-only view over events,
+ * The activity feed (`/activity`, docs/design.md) and its aggregates: a read-only view over events,
  * journey executions and campaigns (db/insights/feed.ts).
  */
 export function registerFeedRoutes(api: RouteRegistry, _deps: AppDeps): void {

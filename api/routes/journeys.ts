@@ -27,7 +27,7 @@ import {
 import { parseOrThrow } from '../validation';
 
 /**
- * Journey definitions (spec "Workflows", under `/workflows`). Executions (`/workflows/:id/executions…`)
+ * Journey definitions (called workflows in the API, under `/workflows`; docs/journeys.md). Executions (`/workflows/:id/executions…`)
  * are registered by api/routes/executions.ts. `/workflows/fields` comes before `/workflows/:id`.
  */
 export function registerJourneyRoutes(api: RouteRegistry, _deps: AppDeps): void {

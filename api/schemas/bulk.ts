@@ -3,7 +3,7 @@ import { BULK_JOB_STATUSES, BULK_OPERATIONS, MAX_BULK_IDS } from '../../db/conta
 
 const idList = z.array(z.string().min(1).max(200)).min(1).max(MAX_BULK_IDS);
 
-/** `ids`, or `contactIds` as an alias (contract-decisions "Contacts, fields, import, bulk"). */
+/** `ids`, or `contactIds` as an alias (both in the OpenAPI description). */
 export const bulkBody = z
   .object({
     ids: idList.optional().describe(`1 to ${MAX_BULK_IDS} contact ids`),

@@ -176,7 +176,7 @@ export interface SentMark {
  * Campaign emails are not marked SENDING, so their attempts are counted as each outcome is written.
  * The marks travel as arrays: PostgreSQL counts an `unnest` of them as 10 rows and joins on the
  * primary keys, where it counted a `jsonb_to_recordset` as 100 and hashed every recipient of the
- * campaign for each mark (8 ms a statement at 20,000 recipients, docs/performance.md).
+ * campaign for each mark (8 ms a statement at 20,000 recipients).
  */
 export async function markCampaignEmailsSent(em: EntityManager, projectId: string, campaignId: string, marks: SentMark[]): Promise<void> {
   if (marks.length === 0) return;

@@ -5,7 +5,7 @@ import { asBoolean, asNumber, isMissing, parseDate, parseFullIsoDateTime, readPa
 /**
  * The condition language's in-memory back-end (fields and operators in grammar.ts): one filter
  * `{field, operator, value?, unit?}` evaluated against one contact, for workflow CONDITION steps
- * (contract-decisions "Workflows" and "Segments"). sql.ts compiles the same rules to SQL.
+ * (docs/design.md, Conditions). sql.ts compiles the same rules to SQL.
  *
  * Fields (those a CONDITION step names; the others of grammar.ts give false here)
  *   contact.email, contact.subscribed   the contact's core fields (typed string / boolean)
@@ -19,7 +19,7 @@ import { asBoolean, asNumber, isMissing, parseDate, parseFullIsoDateTime, readPa
  * Rules (decisions)
  *   - "Missing" is undefined or null. A missing field never matches a comparison operator, so
  *     equals, notEquals, contains, notContains, the orderings, within and olderThan are all false on
- *     it; only notExists is true (contract: "Missing fields never match comparison operators").
+ *     it; only notExists is true.
  *   - Strings compare case-insensitively (equals, contains, and the string ordering).
  *   - Arrays: equals / contains match when an element equals the value; notEquals / notContains when
  *     no element does. Orderings and date operators never match an array; objects match nothing but
@@ -32,8 +32,7 @@ import { asBoolean, asNumber, isMissing, parseDate, parseFullIsoDateTime, readPa
  *   - Otherwise two strings order by their lower-cased text; mixed types never order. Equality
  *     otherwise compares the text of both sides (so "42" equals 42 and "true" equals true).
  *   - within / olderThan only look at full ISO 8601 date-times: a `YYYY-MM-DD` or `01/31/2024` value
- *     never matches. within = at or after now − duration (a future date is within, as in the product
- *     the contract follows); olderThan = strictly before now − duration.
+ *     never matches. within = at or after now − duration (so a future date is within); olderThan = strictly before now − duration.
  *   - triggeredWithin: some event at or after now − duration; triggeredOlderThan: some event strictly
  *     before now − duration (the contact has an event that old, whatever came later).
  *   - The event operators on a non-event field, and the other operators' need for a value that is

@@ -1,7 +1,7 @@
 import type { FieldType } from '../entities/contact-field';
 
 /**
- * The condition language (contract-decisions "Workflows" and "Segments"): its fields, operators,
+ * The condition language (docs/design.md, Conditions): its fields, operators,
  * duration units and condition trees, for both back-ends. evaluate.ts decides one filter for one
  * contact in memory (journey CONDITION steps); sql.ts compiles a whole condition into one predicate
  * over every contact (segments, and through them campaign audiences). The value rules both follow

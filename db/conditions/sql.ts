@@ -16,7 +16,7 @@ import { asBoolean, asNumber, keyPaths, parseDate, parseDateValue, parseFullIsoD
 
 /**
  * The condition language's SQL back-end (fields and operators in grammar.ts): segment conditions
- * → SQL (contract-decisions "Segments"). A condition is compiled into one predicate over
+ * → SQL (docs/design.md, Conditions and Segments). A condition is compiled into one predicate over
  * `contacts c`, so counting, listing and diffing a segment are single statements: no contact is
  * ever evaluated row by row in Node. What compiling needs from the database is loaded by
  * compile-context.ts.
@@ -36,7 +36,7 @@ import { asBoolean, asNumber, keyPaths, parseDate, parseDateValue, parseFullIsoD
  * The value and the field type are known when compiling, so each filter compiles to the branch
  * that can match, with the value already parsed (a number, an instant) as a bound parameter.
  *
- * Beyond the evaluator's fields (contract: email, subscribed, createdAt, updatedAt, data.<path>,
+ * Beyond the evaluator's fields (docs/design.md, Conditions: email, subscribed, createdAt, updatedAt, data.<path>,
  * event.<name>, email.<activity>, segment.<id>; contact.email / contact.subscribed are accepted as
  * the CONDITION steps spell them):
  *   - createdAt / updatedAt are date fields whose value is the ISO text the API shows (milliseconds);

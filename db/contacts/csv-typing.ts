@@ -3,7 +3,7 @@ import type { FieldType } from '../entities/contact-field';
 import { RESERVED_DATA_KEYS } from './data';
 
 /**
- * Spec "CSV import typing": a cell's type comes from its content. Differs from the JSON
+ * CSV import typing (docs/design.md, CSV import): a cell's type comes from its content. Differs from the JSON
  * inference (db/contacts/data.ts): a CSV cell is always text, so numbers and booleans are
  * recognised here, and values a spreadsheet would mangle (007, +44…, 1e5) stay strings.
  */

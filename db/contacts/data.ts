@@ -2,7 +2,7 @@ import type { JsonValue } from '../entities/contact';
 import type { FieldType } from '../entities/contact-field';
 
 /**
- * Keys that never land in `data` (spec "Custom fields", rule 3). The core fields live
+ * Keys that never land in `data` (docs/design.md, `data` rules). The core fields live
  * outside `data` and change only through their own request fields, so they are dropped too.
  */
 export const RESERVED_DATA_KEYS: ReadonlySet<string> = new Set([
@@ -70,7 +70,7 @@ function isRealDate(s: string): boolean {
   return !Number.isNaN(Date.parse(s));
 }
 
-/** Spec "Custom fields" rule 5: the type a key gets the first time a non-null value is seen. */
+/** The type a key gets the first time a non-null value is seen (docs/design.md, `data` rules). */
 export function inferFieldType(value: JsonValue): FieldType {
   if (typeof value === 'number') return 'number';
   if (typeof value === 'boolean') return 'boolean';

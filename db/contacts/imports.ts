@@ -61,7 +61,7 @@ function toDto(r: ImportJobRow): ImportJobDto {
   };
 }
 
-/** Spec "Limits": 5 MB per CSV upload. */
+/** 5 MB per CSV upload (docs/design.md, CSV import). */
 export const MAX_IMPORT_BYTES = 5 * 1024 * 1024;
 
 export const importTooLarge = () =>

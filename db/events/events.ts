@@ -4,7 +4,7 @@ import { type RecordedEvent, recordEvents, subscriptionEventName } from '../reco
 import { type CursorPage, keysetPage } from '../paging';
 import { query } from '../sql';
 
-/** Names the service emits itself; clients may not track them (contract-decisions "Events"). */
+/** Names the service emits itself; clients may not track them (docs/journeys.md, Which events). */
 export const RESERVED_EVENT_PREFIXES = ['email.', 'contact.', 'segment.'] as const;
 export const isReservedEventName = (name: string) => RESERVED_EVENT_PREFIXES.some((p) => name.startsWith(p));
 

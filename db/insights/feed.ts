@@ -6,7 +6,7 @@ import { type CursorPage, pageOfRows } from '../paging';
 import { query, queryOne } from '../sql';
 
 /**
- * The feed (the spec's activity feed, `GET /activity`) is a view, not a table: every row of
+ * The activity feed (`GET /activity`) is a view, not a table: every row of
  * `events` (what clients track and what the service emits) plus journey and campaign milestones
  * read from `workflow_executions` and `campaigns`. Nothing is written twice, and history that
  * predates this code shows up too.

@@ -8,8 +8,8 @@ import type { Branch, StepType } from './steps';
 import { assertValidGraph } from './stored-graph';
 
 /**
- * Journey definitions: the journey row, its steps and transitions. The API, the spec and the
- * tables call journeys workflows (contract-decisions "Workflows", `/workflows`, table `workflows`);
+ * Journey definitions: the journey row, its steps and transitions. The API and the tables call
+ * journeys workflows (`/workflows`, table `workflows`; docs/journeys.md);
  * in code "workflow" is left to Temporal. Executions live in db/journeys/executions.ts; they run a
  * snapshot taken with loadGraph (stored-graph.ts). Steps are edited in step-edits.ts, transitions
  * in transitions.ts.

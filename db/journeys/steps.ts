@@ -3,8 +3,8 @@ import { listenableEventName } from '../events/catalogue';
 import { CONDITION_OPERATORS, DURATION_UNITS, TIMED_OPERATORS, VALUELESS_OPERATORS } from '../conditions/grammar';
 
 /**
- * Step types and their configs (contract-decisions "Workflows"). The API validates configs with
- * these schemas; the `journey` Temporal workflow receives them, already valid, inside its graph snapshot.
+ * Step types and their configs (in the OpenAPI description of the `/workflows` step routes). The
+ * API validates configs with these schemas; the `journey` Temporal workflow receives them, already valid, inside its graph snapshot.
  */
 export const STEP_TYPES = ['SEND_EMAIL', 'DELAY', 'WAIT_FOR_EVENT', 'CONDITION', 'WEBHOOK', 'UPDATE_CONTACT', 'EXIT'] as const;
 export type UserStepType = (typeof STEP_TYPES)[number];

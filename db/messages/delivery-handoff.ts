@@ -48,14 +48,13 @@ export interface Reservation {
 }
 
 /**
- * The API hands the emails it writes to the delivery engine of its own process, already claimed
- * (docs/performance.md, twelfth session). When `tidings start` runs the API and the worker in one
- * process and a round of the queue's engine is taking work here, `/v1/send` writes its emails as
- * SENDING, leased to the engine (attempts 1), and puts them in this buffer (Handover, below); a
- * lane of the round takes each from memory. A journey's SEND_EMAIL step, which runs in a worker,
- * does the same with its email (fourteenth session). Otherwise an email is written QUEUED and an engine
- * claims it from the table: one UPDATE through every index of `emails` and a share of a claim
- * statement per email, which the hand-off saves.
+ * The API hands the emails it writes to the delivery engine of its own process, already claimed.
+ * When `tidings start` runs the API and the worker in one process and a round of the queue's engine
+ * is taking work here, `/v1/send` writes its emails as SENDING, leased to the engine (attempts 1),
+ * and puts them in this buffer (Handover, below); a lane of the round takes each from memory. A
+ * journey's SEND_EMAIL step, which runs in a worker, does the same with its email. Otherwise an
+ * email is written QUEUED and an engine claims it from the table: one UPDATE through every index of
+ * `emails` and a share of a claim statement per email, which the hand-off saves.
  *
  * Nothing is lost with the process: a handed-off row is leased like a claimed one, and when the
  * lease runs out (DELIVERY_LEASE_SECONDS) any engine claims it again. While the process lives, a

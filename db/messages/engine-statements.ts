@@ -13,9 +13,8 @@ export interface ClaimRequest {
  * The claims and SENT marks of every delivery-engine round in one worker process, in shared
  * statements (db/coalescer.ts). Each engine (DELIVERY_ENGINES) wakes on the same commits, so two
  * rounds in one process each claimed and marked a handful of emails a statement, and a statement's
- * fixed cost (the round trip, the executor, the commit's WAL flush) was most of its cost
- * (docs/performance.md). One statement of each kind is in flight at a time; what arrives meanwhile
- * goes in the next one. A failed statement fails every request in it, and each round handles that
+ * fixed cost (the round trip, the executor, the commit's WAL flush) was most of its cost. One
+ * statement of each kind is in flight at a time; what arrives meanwhile goes in the next one. A failed statement fails every request in it, and each round handles that
  * as it did its own statement (a failed claim ends the round; failed marks are written again,
  * temporal/delivery/sent-marks.ts).
  */

@@ -203,7 +203,7 @@ export class SendBatches {
   /**
    * `scope.em` (a request's own manager, forked when first read) is read only for a template: without
    * one nothing here reads through a manager but the shared statements, and forking one was 1.1 % of
-   * the API's CPU samples under /v1/send load (docs/performance.md).
+   * the API's CPU samples under /v1/send load.
    *
    * `wake`: whether the caller must wake an engine (the email did not go to this process's engine
    * in memory, DeliveryHandoff).

@@ -27,7 +27,7 @@ const eventsNoteName = (contactIs: string) => `
 /**
  * Typed slot columns, so a segment condition on a custom field can be counted from a btree instead
  * of by evaluating the JSON of every contact (bench/segments.ts: 240–330 ms at 1,000,000 contacts
- * whatever the expression, docs/performance.md).
+ * whatever the expression).
  *
  *  - contacts gets 12 slot columns. A slot's btree is built the first time some project's field
  *    gets the slot (db/conditions/field-slots.ts ensureSlotIndex, CREATE INDEX CONCURRENTLY), not

@@ -7,7 +7,7 @@ import { type CompileContext, compileCondition } from '../conditions/sql';
 import { query, queryOne, transaction } from '../sql';
 
 /**
- * Segments (spec "Segment", contract-decisions "Segments"): DYNAMIC ones are a condition, compiled
+ * Segments (docs/design.md, Conditions and Segments): DYNAMIC ones are a condition, compiled
  * to SQL (db/conditions/sql.ts) whenever they are counted, listed or computed; STATIC ones an explicit
  * member list (segment_members, edited in members.ts). `memberCount` is a cache, written when a segment
  * is created, its condition changes, its static members change, and by refresh and compute

@@ -13,7 +13,7 @@ afterAll(() => env.close());
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const ONE_MB = 1024 * 1024;
 
-/** Every error response, whatever the status, has this shape (spec "Errors" + top-level message). */
+/** Every error response, whatever the status, has this shape (the OpenAPI description's Errors section). */
 function expectEnvelope(res: Response, status: number, code: string): void {
   expect({ status: res.status, code: res.body?.error?.code }).toEqual({ status, code });
   expect(res.headers['content-type']).toMatch(/^application\/json/);

@@ -1,6 +1,6 @@
 import { RESERVED_DATA_KEYS, inferFieldType, planDataPatch } from '../../db/contacts/data';
 
-// Pure rules of spec "Custom fields (data)"; the HTTP tests (contacts, fields) check the same
+// Pure `data` rules (docs/design.md); the HTTP tests (contacts, fields) check the same
 // rules end to end.
 
 describe('planDataPatch', () => {

@@ -50,7 +50,7 @@ test('one batch: new and existing contacts, a repeat of one, a subscription chan
     [first!.event, 'signup'],
     [repeat!.event, 'upgrade'],
   ]);
-  // The key's type is the one first seen (spec "Custom fields" rule 5).
+  // The key's type is the one first seen (docs/design.md, `data` rules).
   const field = await queryOne<{ type: string }>(em, 'select type from contact_fields where project_id = ? and key = ?', [project.id, 'score']);
   expect(field!.type).toBe('number');
 

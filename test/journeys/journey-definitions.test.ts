@@ -124,7 +124,7 @@ test('create returns the workflow, disabled, EVENT-triggered, with its TRIGGER s
   expect(w.updatedAt).toBe(w.createdAt);
   expect((await as(project).get(w.id)).body).toEqual(w);
 
-  // Sent values that the contract fixes are not taken from the body.
+  // Sent values that the API fixes are not taken from the body.
   const fixed = await as(project).create({ name: 'Re', eventName: 'paid', allowReentry: true, enabled: true, triggerType: 'OTHER' });
   expect(fixed.status).toBe(201);
   expect({ enabled: fixed.body.enabled, triggerType: fixed.body.triggerType, allowReentry: fixed.body.allowReentry }).toEqual({

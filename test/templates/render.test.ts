@@ -247,7 +247,7 @@ describe('templateVariables', () => {
     expect(v.data).toEqual({ firstName: 'Ann', plan: 'team', locale: 'nb', code: 'X9', extra: 1 });
   });
 
-  test('per-send null removes a key; per-send "" keeps the existing value (spec value handling)', () => {
+  test('per-send null removes a key; per-send "" keeps the existing value', () => {
     const v = templateVariables(contact, urls, { firstName: null, plan: '' });
     expect(v.firstName).toBeUndefined();
     expect(v.plan).toBe('pro');
