@@ -12,7 +12,7 @@ export interface SmtpPoolOptions extends SmtpOptions {
 }
 
 const DEFAULTS = {
-  // Ten, not nodemailer's five: a campaign's 16 lanes and the delivery engines' 32 waited for a
+  // Ten, not nodemailer's five: a campaign's lanes and the delivery engines' waited for a
   // connection (bench/campaign.ts: 1,175 emails/s on 5, 1,323 on 10).
   maxConnections: 10,
   maxMessages: 100,

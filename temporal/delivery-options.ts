@@ -4,9 +4,9 @@ import type { ActivityOptions } from '@temporalio/workflow';
 export const SMTP_PERMANENT_ERROR = 'SmtpPermanentError';
 
 /**
- * How email delivery activities run, for /v1/send and journeys alike: transient SMTP failures
- * retry with backoff for as long as it takes, a 5xx reply never; the activity heartbeats while
- * it talks to the relay, so a dead worker is noticed in seconds.
+ * How the retry workflow's delivery attempts run: transient SMTP failures retry with backoff
+ * (until SEND_RETRY_FOR_SECONDS, then a soft bounce), a 5xx reply never; the activity heartbeats
+ * while it talks to the relay, so a dead worker is noticed in seconds.
  */
 export const deliveryOptions = (maxRetryIntervalSeconds: number): ActivityOptions => ({
   startToCloseTimeout: '2 minutes',
@@ -18,3 +18,9 @@ export const deliveryOptions = (maxRetryIntervalSeconds: number): ActivityOption
     nonRetryableErrorTypes: [SMTP_PERMANENT_ERROR],
   },
 });
+
+/**
+ * How long an email handed to its retry workflow stays leased to it: the longest backoff between
+ * attempts and a margin, so no engine claims it between two attempts.
+ */
+export const retryLeaseSeconds = (config: { sendRetryMaxIntervalSeconds: number }) => config.sendRetryMaxIntervalSeconds + 120;

@@ -26,9 +26,9 @@ import type { RelayRefusal } from '../../db/messages/engagement';
 import { queryOne, transaction } from '../../db/sql';
 import { suppressedAmong } from '../../db/contacts/suppressions';
 import { AppError } from '../../errors';
-import { composeMessage, type StoredEmail } from '../../mail/compose';
-import { dkimKeyObject } from '../../mail/dkim';
-import { attemptSend, type SendOutcome } from '../../mail/smtp-errors';
+import type { StoredEmail } from '../../mail/compose';
+import { sendStoredEmail } from '../../mail/send-stored';
+import type { SendOutcome } from '../../mail/smtp-errors';
 import type { Mailer } from '../../mail/transport';
 import { SentMarks } from '../delivery/sent-marks';
 import { permanent, refusalFailure } from '../failures';
@@ -210,7 +210,6 @@ export function createCampaignActivities({ orm, mailer, config }: { orm: Orm; ma
           throw refusalFailure(err);
         });
         const keys = await loadDomainKeys(em, plan.domainId);
-        const dkim = keys && { domainName: keys.domain, keySelector: keys.selector, privateKey: dkimKeyObject(keys.privateKeyPem) };
         let skipped = 0;
 
         /** Renders a page's recipients still to send, writes their rows, settles the ones not to send to. */
@@ -316,7 +315,7 @@ export function createCampaignActivities({ orm, mailer, config }: { orm: Orm; ma
               if (!(await pacer.take(items.length - i + (noMorePages ? 0 : page)))) return void stop('stopped');
               if (halt) return;
               const email = item.email;
-              outcome = await attemptSend(() => mailer.send(composeMessage(email, dkim)));
+              outcome = await sendStoredEmail(mailer, email, keys);
             } catch (err) {
               return void stop('error', err);
             }

@@ -13,9 +13,8 @@ import type { Orm } from '../../db/orm';
 import type { OutboxListener } from '../../db/messages/outbox-listener';
 import { PROJECT_DISABLED_ERROR } from '../../db/projects/security';
 import { SUPPRESSED_ERROR } from '../../db/contacts/suppressions';
-import { composeMessage } from '../../mail/compose';
-import { dkimKeyObject } from '../../mail/dkim';
-import { attemptSend } from '../../mail/smtp-errors';
+import { sendStoredEmail } from '../../mail/send-stored';
+import { retryLeaseSeconds } from '../delivery-options';
 import type { Mailer } from '../../mail/transport';
 import { SentMarks } from './sent-marks';
 
@@ -84,8 +83,7 @@ export function createDeliveryEngineActivities({
   const { concurrency, leaseSeconds, yieldSeconds } = config.delivery;
   // With the API in this process, its bursts go first (foreground.ts); every round here shares the budget.
   const yielding = foreground && yieldSeconds > 0 ? new BurstYield(foreground, yieldSeconds * 1000) : undefined;
-  // A retry workflow may wait the longest backoff between attempts; its lease outlasts that.
-  const handoffLeaseSeconds = config.sendRetryMaxIntervalSeconds + 120;
+  const handoffLeaseSeconds = retryLeaseSeconds(config);
   // Every round in this process (one per engine it runs) claims and marks in shared statements.
   const statements = new EngineStatements(orm.em.fork());
 
@@ -94,7 +92,7 @@ export function createDeliveryEngineActivities({
      * One round of the delivery engine of a task queue: claims due emails in batches (the next
      * batch while the current one sends), sends them over the worker's pooled mailer with
      * `DELIVERY_CONCURRENCY` in flight, and records each result as the relay answers
-     * (mail/smtp-errors.ts attemptSend) — SENT right after its 250 (batched with whatever else was
+     * (mail/send-stored.ts) — SENT right after its 250 (batched with whatever else was
      * accepted meanwhile), BOUNCED (hard, the address suppressed) when the relay refuses the
      * recipient for good, FAILED for any other 5xx, handed to a retry workflow on a 4xx. Idle, it
      * sleeps until a writer's NOTIFY. Heartbeats throughout, so a dead worker's round is retried
@@ -175,11 +173,7 @@ export function createDeliveryEngineActivities({
         }
         inFlight.add(id);
         try {
-          // Inside: a key that cannot be read is this email's failure, not the round's.
-          const outcome = await attemptSend(() => {
-            const dkim = c.dkim && { domainName: c.dkim.domain, keySelector: c.dkim.selector, privateKey: dkimKeyObject(c.dkim.privateKeyPem) };
-            return mailer.send(composeMessage(c.email, dkim));
-          });
+          const outcome = await sendStoredEmail(mailer, c.email, c.dkim);
           if (unreached.length > 0 && outcome.kind !== 'unreachable' && (outcome.kind !== 'transient' || outcome.answered)) answeredSinceUnreached = true;
           switch (outcome.kind) {
             case 'sent':

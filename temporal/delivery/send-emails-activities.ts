@@ -7,11 +7,9 @@ import { takeSendSlot } from '../../db/messages/send-throttle';
 import type { Orm } from '../../db/orm';
 import { PROJECT_DISABLED_ERROR } from '../../db/projects/security';
 import { SUPPRESSED_ERROR } from '../../db/contacts/suppressions';
-import { composeMessage } from '../../mail/compose';
-import { dkimKeyObject } from '../../mail/dkim';
-import { attemptSend } from '../../mail/smtp-errors';
+import { sendStoredEmail } from '../../mail/send-stored';
 import type { Mailer } from '../../mail/transport';
-import { SMTP_PERMANENT_ERROR } from '../delivery-options';
+import { retryLeaseSeconds, SMTP_PERMANENT_ERROR } from '../delivery-options';
 import { smtpPermanentFailure } from '../failures';
 
 export type DeliveryOutcome =
@@ -21,7 +19,7 @@ export type DeliveryOutcome =
 
 export function createSendActivities({ orm, mailer, config }: { orm: Orm; mailer: Mailer; config: Pick<Config, 'sendRetryMaxIntervalSeconds' | 'sendRetryForSeconds'> }) {
   // Held across the attempt and the backoff before the next one, so the engine leaves the email to this workflow.
-  const leaseSeconds = config.sendRetryMaxIntervalSeconds + 120;
+  const leaseSeconds = retryLeaseSeconds(config);
   return {
     /**
      * The per-email retry workflow's attempt (workflowIds.sendEmails; also what executions from
@@ -34,8 +32,9 @@ export function createSendActivities({ orm, mailer, config }: { orm: Orm; mailer
       const em = orm.em.fork();
       const found = await loadEmailForDelivery(em, emailId);
       if (!found) {
-        // The API starts the workflow inside the transaction that writes the rows, so the first
-        // attempts may run before that commit; only a row missing for good ends delivery.
+        // Executions from before the delivery engine were started inside the transaction that
+        // wrote the rows, so their first attempts may run before that commit; only a row missing
+        // for good ends delivery.
         if (Context.current().info.attempt < 10) throw ApplicationFailure.retryable(`Email ${emailId} not visible yet`);
         return { delivered: false, reason: 'missing' };
       }
@@ -50,15 +49,13 @@ export function createSendActivities({ orm, mailer, config }: { orm: Orm; mailer
         await markEmailFailed(em, emailId, PROJECT_DISABLED_ERROR);
         return { delivered: false, reason: 'project_disabled' };
       }
-      const keys = found.dkim;
-      const dkim = keys && { domainName: keys.domain, keySelector: keys.selector, privateKey: dkimKeyObject(keys.privateKeyPem) };
       // A project with a send rate of its own keeps to it on retries too: try again when its clock has a slot.
       const throttledMs = await takeSendSlot(em, found.projectId);
       if (throttledMs > 0) throw ApplicationFailure.create({ message: `Project ${found.projectId} is throttled`, nextRetryDelay: throttledMs });
       // An engine sending it right now holds the lease: try again shortly, and find it settled.
       if (!(await claimForWorkflow(em, emailId, leaseSeconds))) throw ApplicationFailure.retryable(`Email ${emailId} is being sent by the delivery engine`);
       const beat = setInterval(() => Context.current().heartbeat(), 5_000);
-      const outcome = await attemptSend(() => mailer.send(composeMessage(found.email, dkim))).finally(() => clearInterval(beat));
+      const outcome = await sendStoredEmail(mailer, found.email, found.dkim).finally(() => clearInterval(beat));
       switch (outcome.kind) {
         case 'sent':
           break;

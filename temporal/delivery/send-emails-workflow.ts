@@ -10,9 +10,10 @@ export interface SendEmailsInput {
 }
 
 /**
- * Delivers the emails of one /v1/send request. Delivery retries transient SMTP failures with
- * backoff for as long as it takes; a 5xx reply is final (the activity marks the email BOUNCED
- * when the relay refused the recipient, FAILED otherwise: mail/smtp-errors.ts attemptSend).
+ * An email's retry workflow (workflowIds.sendEmails), started by the delivery engine after a
+ * transient failure (executions from before the engine carry every email of one /v1/send request).
+ * Transient SMTP failures retry with backoff until SEND_RETRY_FOR_SECONDS, then soft-bounce; a 5xx
+ * reply is final (BOUNCED when the relay refused the recipient, FAILED otherwise: mail/smtp-errors.ts).
  */
 export async function sendEmails(input: SendEmailsInput): Promise<void> {
   const { deliverEmail } = proxyActivities<SendActivities>(deliveryOptions(input.maxRetryIntervalSeconds));
