@@ -15,7 +15,8 @@ import { query } from './sql';
  * and adds recordEventsCtes(source). An event gets an outbox row when a journey listens:
  *  - an execution of the contact waits for that name (workflow_executions.waiting_for_event is
  *    written before the wait begins, and a wait only takes events from after it began, so reading
- *    it here misses nothing a wait could take);
+ *    it here misses nothing a wait could take), or it is an outcome of an email the execution sent
+ *    and one of its steps waits for that outcome (`email_waits`: such a wait takes it whenever it came);
  *  - or an enabled workflow is triggered by it, unless a journey caused it (startsJourneys).
  * The outbox rows are written in event-id order, which the dispatcher keeps per contact.
  */
@@ -30,7 +31,8 @@ export function recordEventsCtes(source: string, prefix = 'recorded'): string {
        from ${prefix} ev join ${source} s on s.id = ev.id
        cross join lateral (
          select coalesce(array_agg(x.id order by x.id), '{}') as ids from workflow_executions x
-         where x.contact_id = ev.contact_id and x.status in ('RUNNING','WAITING') and x.waiting_for_event = ev.name
+         where x.contact_id = ev.contact_id and x.status in ('RUNNING','WAITING')
+           and (x.waiting_for_event = ev.name or (ev.name = any(x.email_waits) and x.id = ${sendingExecution('s')}))
        ) waiting
        where ev.contact_id is not null and (cardinality(waiting.ids) > 0
           or (exists (select 1 from workflows w where w.project_id = ev.project_id and w.enabled and w.trigger_config->>'eventName' = ev.name)
@@ -52,6 +54,14 @@ function startsJourneys(s: string): string {
   return `not ${s}.by_journey and not (${s}.name in (${EMAIL_OUTCOMES.map((n) => `'${n}'`).join(', ')})
     and exists (select 1 from emails m where m.id = (${s}.data->>'emailId')::uuid and m.source = 'workflow'))`;
 }
+
+/** The journey execution that sent the email an event is about (emails.source_key `journey:<execution>:<seq>`). */
+function sendingExecution(s: string): string {
+  return `(select split_part(m.source_key, ':', 2) from emails m where m.id = (${s}.data->>'emailId')::uuid and m.source = 'workflow')`;
+}
+
+/** Events about one email we sent (data.emailId); a journey's wait for one waits for its own email. */
+export const isEmailOutcome = (name: string) => EMAIL_OUTCOMES.includes(name);
 
 export const subscriptionEventName = (subscribed: boolean) => (subscribed ? 'contact.subscribed' : 'contact.unsubscribed');
 

@@ -85,6 +85,8 @@ export interface ExecutionClaim {
   context: Record<string, JsonValue>;
   /** Derived from the event that starts it (executionIdFor); generated when absent. */
   executionId?: string;
+  /** The email events its WAIT_FOR_EVENT steps wait for: its own emails' outcomes reach it in any step (db/record-events.ts). */
+  emailWaits?: string[];
 }
 
 /**
@@ -110,8 +112,8 @@ export async function claimExecution(
        select ?, ? where ? and not exists (select 1 from found)
        on conflict do nothing returning 1
      ), exe as (
-       insert into workflow_executions (id, project_id, workflow_id, contact_id, context, current_step_id, status, waiting_for_event)
-       select ?, ?, ?, ?, ?::jsonb, ?, ?, ? where not exists (select 1 from found) and (? or exists (select 1 from entry))
+       insert into workflow_executions (id, project_id, workflow_id, contact_id, context, current_step_id, status, waiting_for_event, email_waits)
+       select ?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?::text[] where not exists (select 1 from found) and (? or exists (select 1 from entry))
        on conflict (workflow_id, contact_id) where status in ('RUNNING','WAITING') do nothing
        returning id
      ), step as (
@@ -126,7 +128,8 @@ export async function claimExecution(
       input.executionId ?? null,
       input.journeyId, input.contactId, !input.allowReentry,
       input.executionId ?? newId('exe'), input.projectId, input.journeyId, input.contactId, JSON.stringify(input.context),
-      firstStep?.stepId ?? null, firstStep?.waiting ? 'WAITING' : 'RUNNING', firstStep?.waitingForEvent ?? null, input.allowReentry,
+      firstStep?.stepId ?? null, firstStep?.waiting ? 'WAITING' : 'RUNNING', firstStep?.waitingForEvent ?? null, input.emailWaits ?? [],
+      input.allowReentry,
       firstStep?.stepId ?? null, firstStep?.stepType ?? null, firstStep?.stepId ?? null,
       !!firstStep,
       input.journeyId, input.contactId,

@@ -4,6 +4,8 @@ import type { JsonValue } from '../../db/entities/contact';
 import { activeExecutionIdsOfContact, claimExecution, type ExecutionClaim, journeysTriggeredBy, releaseExecution } from '../../db/journeys/executions';
 import { executionIdFor } from '../../db/events/trigger-outbox';
 import { loadGraph } from '../../db/journeys/stored-graph';
+import type { JourneyGraph } from '../../db/journeys/steps';
+import { isEmailOutcome } from '../../db/record-events';
 import type { TemporalGateway } from '../client';
 import { firstStepStart } from '../journeys/graph-walk';
 import { signalTrackedEvent, startJourney } from '../journeys/lifecycle';
@@ -54,7 +56,7 @@ export function journeyLookups(em: EntityManager): JourneyLookups {
 export async function startExecution(deps: TriggerDeps, input: ExecutionClaim): Promise<string | null> {
   // The graph first: the claim records the first step's start with it, one activity fewer in the workflow.
   const graph = await (deps.lookups ? deps.lookups.graph(input.journeyId) : loadGraph(deps.em, input.journeyId));
-  const claim = await claimExecution(deps.em, input, firstStepStart(graph));
+  const claim = await claimExecution(deps.em, { ...input, emailWaits: emailWaitsOf(graph) }, firstStepStart(graph));
   if (!claim) return null;
   try {
     await startJourney(
@@ -78,6 +80,11 @@ export async function startExecution(deps: TriggerDeps, input: ExecutionClaim): 
     throw err;
   }
 }
+
+/** The email outcomes the graph's WAIT_FOR_EVENT steps wait for. */
+const emailWaitsOf = (graph: JourneyGraph): string[] => [
+  ...new Set(Object.values(graph.steps).flatMap((s) => (s.type === 'WAIT_FOR_EVENT' && isEmailOutcome(s.config.eventName) ? [s.config.eventName] : []))),
+];
 
 /**
  * What a recorded event does to workflows: the contact's executions that waited for it when it

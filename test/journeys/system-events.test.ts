@@ -119,6 +119,38 @@ test('a journey waits for the open of its own email: opened → thanks; not open
   expect(await subjectsTo('other@example.org')).not.toContain('Thanks for reading');
 });
 
+test('an open during a DELAY before the wait still ends the wait for that email', async () => {
+  const wf = await buildJourney(env, project, {
+    eventName: 'delayed-signup',
+    steps: [
+      { key: 'news', type: 'SEND_EMAIL', config: { templateId: newsletter } },
+      { key: 'pause', type: 'DELAY', config: { amount: 2, unit: 'hours' } },
+      { key: 'wait', type: 'WAIT_FOR_EVENT', config: { eventName: 'email.opened', timeout: 8000 } },
+      { key: 'thanks', type: 'SEND_EMAIL', config: { templateId: thanks } },
+      { key: 'reminder', type: 'SEND_EMAIL', config: { templateId: reminder } },
+    ],
+    transitions: [
+      ['trigger', 'news'],
+      ['news', 'pause'],
+      ['pause', 'wait'],
+      ['wait', 'thanks', 'event'],
+      ['wait', 'reminder', 'timeout'],
+    ],
+  });
+  const early = await track(env, project, 'early@example.org', 'delayed-signup');
+  // Two journey hours last 7.2 s here: the open comes while the execution is in its DELAY.
+  await openMail('early@example.org', 'Our news');
+  const running = (await listExecutions(env, project, wf.id)).find((e) => e.contactId === early.contact)!;
+  expect(running.currentStepId).toBe(wf.stepIds.pause);
+  const run = await waitForExecution(env, project, wf.id, early.contact, ['COMPLETED'], 30_000);
+  expect(run.steps!.map((s) => [s.stepType, s.branch])).toEqual([
+    ['SEND_EMAIL', null],
+    ['DELAY', null],
+    ['WAIT_FOR_EVENT', 'event'],
+    ['SEND_EMAIL', null],
+  ]);
+});
+
 test('PATCH /contacts {subscribed:false} records contact.unsubscribed once and starts the journey it triggers; a no-op records nothing', async () => {
   const wf = await buildJourney(env, project, {
     eventName: 'contact.unsubscribed',
