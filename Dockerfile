@@ -10,7 +10,7 @@
 #
 # Not built on the machines this was written on (no Docker engine there).
 
-ARG NODE_IMAGE=node:20-bookworm-slim
+ARG NODE_IMAGE=node:24-bookworm-slim
 
 # ---------------------------------------------------------------------------
 # build: every dependency (tsc is a dev dependency), compile to dist/, then

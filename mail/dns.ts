@@ -48,7 +48,8 @@ export function createDnsLookup(opts: { servers: string[]; timeoutMs?: number; t
     };
   return {
     txt: wrap('TXT', async (name) => (await resolver.resolveTxt(name)).map((chunks) => chunks.join(''))),
-    mx: wrap('MX', (name) => resolver.resolveMx(name)),
+    // Only these two fields, on every Node: Node 24's resolver adds `type: 'MX'` to each record.
+    mx: wrap('MX', async (name) => (await resolver.resolveMx(name)).map(({ exchange, priority }) => ({ exchange, priority }))),
     ns: wrap('NS', (name) => resolver.resolveNs(name)),
     a: wrap('A', (name) => resolver.resolve4(name)),
     aaaa: wrap('AAAA', (name) => resolver.resolve6(name)),

@@ -165,7 +165,8 @@ describe('DNS server', () => {
     dns.set('mx1.example.com', 'AAAA', ['2001:db8::10']);
 
     expect(await resolver.resolveTxt('example.com')).toEqual([['v=spf1 include:_spf.example.net -all'], ['part one ', 'part two']]);
-    const mx = await resolver.resolveMx('example.com');
+    // Node 24 adds `type: 'MX'` to each record; the table holds exchange and priority.
+    const mx = (await resolver.resolveMx('example.com')).map(({ exchange, priority }) => ({ exchange, priority }));
     expect(mx.sort((a, b) => a.priority - b.priority)).toEqual([
       { exchange: 'mx1.example.com', priority: 10 },
       { exchange: 'mx2.example.com', priority: 20 },
