@@ -5,10 +5,12 @@ import { recordEventsCtes } from '../record-events';
 import { query, queryOne } from '../sql';
 
 /**
- * The delivery engine's queue is the `emails` table itself (docs/design.md, "One delivery
- * engine"): a row with a `queue` and status QUEUED or SENDING whose lease is free is due. Writers
- * call notifyQueued in their own transaction; PostgreSQL delivers the notification at commit, so
- * an engine wakes for rows it can already see.
+ * The delivery engine's queue is the `emails` table itself (docs/delivery.md): a row with a `queue`
+ * and status QUEUED or SENDING whose lease is free is due. The request paths wake the engines after
+ * their commit (db/messages/engine-wakeups.ts, which says why); the rarer writers that queue mail
+ * inside a longer transaction (journey emails written QUEUED, campaign emails deferred to the
+ * engine, campaign test copies) call notifyQueued in it, and PostgreSQL delivers the notification
+ * at commit, so an engine wakes for rows it can already see.
  */
 export const OUTBOX_CHANNEL = 'tidings_outbox';
 
