@@ -62,7 +62,6 @@ const envSchema = z.object({
   DELIVERY_ENGINES: z.coerce.number().int().min(1).max(64).default(2),
   DELIVERY_CONCURRENCY: z.coerce.number().int().min(1).max(500).default(16),
   DELIVERY_LEASE_SECONDS: z.coerce.number().int().min(5).default(60),
-  DELIVERY_YIELD_SECONDS: z.coerce.number().min(0).max(60).default(5),
   TRUST_PROXY: z.string().default('loopback'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   DISABLE_SIGNUPS: boolFlag,
@@ -153,12 +152,11 @@ export type Config = {
    */
   sendThrottlePerSecond: number;
   /**
-   * The delivery engine (temporal/delivery): how many engine workflows share each task queue's
-   * emails (more of them, and more worker processes, send more at once), the emails each has in
-   * flight, how long a claim holds before another engine may take the email over, and how long
-   * an engine in the API's process lets a burst of requests go first (0: never).
+   * The delivery engine's settings (temporal/delivery/tuning.ts reads them with the rest of its
+   * tuning): engine workflows per task queue, emails each has in flight, and how long a claim
+   * holds before another engine may take the email over.
    */
-  delivery: { engines: number; concurrency: number; leaseSeconds: number; yieldSeconds: number };
+  delivery: { engines: number; concurrency: number; leaseSeconds: number };
   logLevel: string;
   /**
    * Express "trust proxy": whose X-Forwarded-For is believed for the client IP (login limits per IP).
@@ -263,7 +261,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
     databasePoolMax: e.DATABASE_POOL_MAX,
     sendThrottlePerSecond: e.SEND_THROTTLE_PER_SECOND,
-    delivery: { engines: e.DELIVERY_ENGINES, concurrency: e.DELIVERY_CONCURRENCY, leaseSeconds: e.DELIVERY_LEASE_SECONDS, yieldSeconds: e.DELIVERY_YIELD_SECONDS },
+    delivery: { engines: e.DELIVERY_ENGINES, concurrency: e.DELIVERY_CONCURRENCY, leaseSeconds: e.DELIVERY_LEASE_SECONDS },
     logLevel: e.LOG_LEVEL,
     trustProxy: /^\d+$/.test(e.TRUST_PROXY) ? Number(e.TRUST_PROXY) : e.TRUST_PROXY === 'true' ? true : e.TRUST_PROXY === 'false' ? false : e.TRUST_PROXY,
     disableSignups: e.DISABLE_SIGNUPS,

@@ -2,7 +2,6 @@ import express, { type Express } from 'express';
 import type { AppDeps } from './context';
 import { authenticate, requestScope } from './middleware/auth';
 import { errorHandler, notFoundHandler } from './middleware/errors';
-import { countForeground } from './middleware/foreground';
 import { rateLimit } from './middleware/rate-limit';
 import { requestLog } from './middleware/request-log';
 import { registerAnalyticsRoutes } from './routes/analytics';
@@ -49,8 +48,6 @@ export function createApp(deps: AppDeps): App {
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', deps.config.trustProxy);
-  // First, so a request counts as the API's work until its response is sent (foreground.ts).
-  if (deps.foreground) app.use(countForeground(deps.foreground));
   app.use(requestLog(deps.logger));
 
   const registry = new RouteRegistry(express.Router(), {

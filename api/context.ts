@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { PaymentProvider } from '../billing/provider';
 import type { Config } from '../config';
 import type { RateLimitState } from '../db/projects/rate-limit';
-import type { EngineWakeups } from '../db/messages/engine-wakeups';
+import type { EngineWakeups } from '../temporal/wakeups';
 import type { TrackBatches } from '../db/events/track';
 import type { SendBatches } from '../db/messages/send';
 import type { Orm } from '../db/orm';
@@ -15,7 +15,6 @@ import type { DnsLookup } from '../mail/dns';
 import type { ImageStorage } from '../storage/storage';
 import type { TemporalGateway } from '../temporal/client';
 import type { OAuthProvider, OAuthProviderId } from '../oauth/provider';
-import type { Foreground } from '../foreground';
 
 /** What the API needs from the outside world; built once in server.ts (or by a test). */
 export interface AppDeps {
@@ -26,8 +25,6 @@ export interface AppDeps {
   logger: Logger;
   /** The service's one DNS resolver (DNS_SERVERS). */
   dns: DnsLookup;
-  /** Set when the worker shares this process: it lets the API's requests go first (foreground.ts). */
-  foreground?: Foreground;
   /** Signs unsubscribe / subscribe / manage links (db/projects/secrets.ts). */
   linkSecret: string;
   /** Signs session JWTs (db/projects/secrets.ts). */

@@ -3,7 +3,7 @@
  * the last message at a local SMTP sink, against the sink's raw acceptance rate measured in the
  * same run.
  *
- *   npx tsx bench/campaign.ts [--n 100000] [--raw 5000] [--throttle 1000000000] [--service in-process|process]
+ *   npx tsx bench/campaign.ts [--n 100000] [--raw 5000] [--throttle 1000000000] [--service in-process|process] [--topology one-process|split]
  *
  * Set-up (bench/harness.ts, as bench/send.ts): a fresh database, an in-memory Temporal dev server,
  * the test DNS server and SMTP sink, the API and a worker in this process (default worker options,
@@ -20,10 +20,12 @@
  * per-project throttle, still consulted for every chunk, does not limit the figure.
  *
  * With `--service in-process` (the default) the sink, the API and the worker share one Node process;
- * with `--service process` the service runs as `npm start` runs it (`tidings start`, a process of
- * its own), so the sink, as a relay would, runs beside the worker instead of on its event loop,
- * and the node CPU is given for each process. Either way all of it shares the machine with
- * PostgreSQL and Temporal: the ratio says what the platform costs on top of SMTP here.
+ * with `--service process` (or `--topology one-process`) the service runs as `npm start` runs it
+ * (`tidings start`, a process of its own), with `--topology split` as `tidings start --api` and
+ * `--worker` (bench/harness.ts Topology), so the sink, as a relay would, runs beside the worker
+ * instead of on its event loop, and the node CPU is given for each process. Either way all of it
+ * shares the machine with PostgreSQL and Temporal: the ratio says what the platform costs on top
+ * of SMTP here.
  */
 import os from 'node:os';
 import { parseArgs } from 'node:util';
@@ -31,7 +33,21 @@ import { newId } from '../db/ids';
 import { query, queryOne } from '../db/sql';
 import { DEFAULT_CAMPAIGN_TUNING } from '../temporal/campaigns/workflow';
 import { rawPoolRate, type RawMessageSpec } from './baselines';
-import { cpuSecondsOf, cpuSnapshot, headersOf, SERVICE_CODE, serviceMode, type Stack, startStack, Teardown, verifiedDomain, type Interruption, runBench } from './harness';
+import {
+  cpuSnapshot,
+  cpuUsedBetween,
+  describeServiceCpu,
+  headersOf,
+  runBench,
+  serviceCpuSeconds,
+  serviceSetup,
+  type Interruption,
+  type Stack,
+  startStack,
+  Teardown,
+  topologyOption,
+  verifiedDomain,
+} from './harness';
 import { environmentLine, log, positiveInt } from './support';
 
 const DOMAIN = 'bench-campaign.test';
@@ -46,19 +62,20 @@ function options() {
       n: { type: 'string', default: '100000' },
       raw: { type: 'string', default: '5000' },
       throttle: { type: 'string', default: '1000000000' },
-      service: { type: 'string', default: 'in-process' },
+      service: { type: 'string' },
+      topology: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
   if (values.help) {
-    process.stdout.write('Usage: npx tsx bench/campaign.ts [--n 100000] [--raw 5000] [--throttle 1000000000] [--service in-process|process]\n');
+    process.stdout.write('Usage: npx tsx bench/campaign.ts [--n 100000] [--raw 5000] [--throttle 1000000000] [--service in-process|process] [--topology one-process|split]\n');
     process.exit(0);
   }
   return {
     n: positiveInt('n', values.n),
     raw: positiveInt('raw', values.raw),
     throttle: positiveInt('throttle', values.throttle),
-    service: serviceMode(values.service),
+    topology: topologyOption(values, 'in-process'),
   };
 }
 
@@ -97,7 +114,7 @@ async function main(teardown: Teardown, signals: Interruption): Promise<void> {
     checkpoint: signals.checkpoint,
     concurrency: 4,
     env: { SEND_THROTTLE_PER_SECOND: String(opts.throttle) },
-    service: opts.service,
+    topology: opts.topology,
   });
   const domainId = await verifiedDomain(stack, DOMAIN);
   signals.checkpoint();
@@ -123,7 +140,7 @@ async function main(teardown: Teardown, signals: Interruption): Promise<void> {
 
   const loadBefore = os.loadavg()[0]!;
   const cpuBefore = cpuSnapshot(stack);
-  const serviceCpuBefore = stack.servicePid ? cpuSecondsOf(stack.servicePid) : undefined;
+  const serviceCpuBefore = serviceCpuSeconds(stack);
   const wallStart = Date.now();
   t = performance.now();
   const sent = await stack.client.request('POST', `/campaigns/${campaignId}/send`, {});
@@ -148,7 +165,8 @@ async function main(teardown: Teardown, signals: Interruption): Promise<void> {
   const lastAt = messages.length ? Math.max(...messages.slice(-1000).map((m) => m.receivedAt.getTime())) : NaN;
   const firstAt = messages.length ? messages[0]!.receivedAt.getTime() : NaN;
   const cpuAfter = cpuSnapshot(stack);
-  const serviceCpuS = serviceCpuBefore === undefined ? undefined : cpuSecondsOf(stack.servicePid!)! - serviceCpuBefore;
+  const serviceCpu = cpuUsedBetween(serviceCpuBefore, serviceCpuSeconds(stack));
+  const serviceCpuS = serviceCpu?.total;
   const loadAfter = os.loadavg()[0]!;
 
   // The campaign's own end: SENT once its last mark is written.
@@ -200,17 +218,15 @@ async function main(teardown: Teardown, signals: Interruption): Promise<void> {
   const cpu = (k: keyof typeof cpuS) => cpuS[k].toFixed(1);
   const perEmail = (k: keyof typeof cpuS) => ((cpuS[k] * 1000) / opts.n).toFixed(2);
   const nodeSplit =
-    serviceCpuS === undefined
+    serviceCpu === undefined
       ? ''
-      : ` (the service ${serviceCpuS.toFixed(1)} s, ${((serviceCpuS * 1000) / opts.n).toFixed(2)} ms per email; this process, the sink, ${(cpuS.node - serviceCpuS).toFixed(1)} s)`;
+      : ` (${describeServiceCpu(serviceCpu)}, ${describeServiceCpu(serviceCpu, { count: opts.n, unit: 'email' })}; this process, the sink, ${(cpuS.node - serviceCpu.total).toFixed(1)} s)`;
   const lines = [
     '',
     `Tidings campaign bench: one campaign to N=${opts.n} contacts, API → Temporal → worker → SMTP sink`,
     `  environment   ${environmentLine(stack.db.serverVersion)}`,
     `  load average  ${loadBefore.toFixed(1)} before, ${loadAfter.toFixed(1)} after (1-minute; other work on the machine skews the figures)`,
-    stack.servicePid
-      ? `  setup         the service is one process of its own (tidings start: API + worker, ${SERVICE_CODE}, NODE_ENV=production); this process runs the DNS server and the SMTP sink;`
-      : `  setup         one Node process runs the API, the Temporal worker (default options), the DNS server and the SMTP sink;`,
+    `  setup         topology ${stack.topology}: ${serviceSetup(stack)}; this process runs the DNS server and the SMTP sink;`,
     `                PostgreSQL and the Temporal dev server (in-memory, headless) are separate processes on the same machine`,
     `  campaign      batches of ${stack.config.campaignBatchSize}, ${inFlight} emails in flight, SEND_THROTTLE_PER_SECOND=${opts.throttle} (consulted, not limiting)`,
     `  message       MARKETING: DKIM-signed (RSA-2048) HTML rendered per contact, click-tracked link and open pixel, List-Unsubscribe`,

@@ -7,11 +7,10 @@
  * It sets everything up on loopback itself and tears it down again:
  *  - a fresh database (bench/harness.ts freshDatabase), migrated; an in-memory Temporal dev server;
  *  - the test DNS server and SMTP sink in this process, the relay every email goes to;
- *  - the service as a deployment runs it, the build (`dist/cli/main.js`, built here first;
- *    BENCH_SERVICE_FROM_SOURCE=1 runs the source through tsx), NODE_ENV=production: with
- *    `--topology one-process`, `tidings start` (API and worker in one process: /v1/send hands its
- *    email to the engine in memory); with `--topology split`, `tidings start --api` and
- *    `tidings start --worker` (the API writes QUEUED, the engine claims it from the table);
+ *  - the service as a deployment runs it (bench/harness.ts startServices), the build
+ *    (`dist/cli/main.js`, built here first; BENCH_SERVICE_FROM_SOURCE=1 runs the source through
+ *    tsx), NODE_ENV=production: with `--topology one-process`, `tidings start` (API and worker in
+ *    one process); with `--topology split`, `tidings start --api` and `tidings start --worker`;
  *  - projects A and B, each with a verified domain (DKIM-signed mail).
  *
  * Phases:
@@ -26,29 +25,23 @@
  *  4. until A's backlog is at the sink: its rate, and every email of A and B there exactly once.
  * --relay-delay-ms slows the sink's answer to each message, for a backlog that lasts longer.
  */
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { createOrm, migrate, type Orm } from '../db/orm';
 import { claimStatement } from '../db/messages/delivery-queue';
 import { createProject, type ProjectWithKeys } from '../db/projects/projects';
 import { query, queryOne } from '../db/sql';
-import { freePort } from '../cli/temporal-server';
 import { startDnsServer, type DnsServer } from '../test/helpers/dns';
-import { freePorts, killService, type Service, startService, stopService, waitForHealthy, waitForStderr } from '../test/helpers/service-process';
 import { type SmtpSink, startSmtpSink } from '../test/helpers/smtp';
-import { BENCH_RATE_LIMIT, devTemporal, freshDatabase, type Interruption, runBench, SERVICE_CODE, type Teardown, verifiedDomain } from './harness';
+import { BENCH_RATE_LIMIT, devTemporal, freshDatabase, type Interruption, runBench, SERVICE_CODE, startServices, type Teardown, verifiedDomain } from './harness';
 import { closedLoop, environmentLine, jsonClient, log, percentile, positiveInt } from './support';
+import { emailsKey, OUTBOX_CHANNEL } from '../temporal/wakeups';
 
 const TASK_QUEUE = 'tidings';
 /** A queue no engine serves: the backlog is written there first, where the claim's plan is read. */
 const PLAN_QUEUE = 'fairness-plan';
 /** What the engine's claim asks for at a time (temporal/delivery/activities.ts: DELIVERY_CONCURRENCY × 4). */
 const CLAIM_LIMIT = 64;
-const WORKER_READY = 'Worker polling task queue';
-const FROM_SOURCE = process.env.BENCH_SERVICE_FROM_SOURCE === '1';
 
 function options() {
   const { values } = parseArgs({
@@ -81,29 +74,6 @@ interface Sender {
   project: ProjectWithKeys;
   domain: string;
   client: ReturnType<typeof jsonClient>;
-}
-
-/** The service's processes for the topology, healthy (the API) and polling (the worker). */
-async function startServices(teardown: Teardown, topology: 'one-process' | 'split', env: Record<string, string>): Promise<{ port: number; pids: number[] }> {
-  if (!FROM_SOURCE) {
-    log('building the service (npm run build)');
-    execFileSync('npm', ['run', '--silent', 'build'], { cwd: path.resolve(__dirname, '..'), stdio: 'inherit' });
-  }
-  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'tidings-fairness-'));
-  teardown.add(async () => rmSync(dataDir, { recursive: true, force: true }));
-  const port = await freePort();
-  const start = async (roles: ('--api' | '--worker')[], ready: (s: Service) => Promise<void>, apiPort: number) => {
-    const service = startService(dataDir, { ...(await freePorts()), api: apiPort }, { roles, env: { ...env, PORT: String(apiPort) }, compiled: !FROM_SOURCE });
-    teardown.add(() => stopService(service, 30_000).catch(() => killService(service)));
-    await ready(service);
-    return service.child.pid!;
-  };
-  if (topology === 'one-process') return { port, pids: [await start([], waitForHealthy, port)] };
-  const [api, worker] = await Promise.all([
-    start(['--api'], waitForHealthy, port),
-    start(['--worker'], (s) => waitForStderr(s, WORKER_READY), await freePort()),
-  ]);
-  return { port, pids: [api, worker] };
 }
 
 /** One send of `sender` to `to`, timed from the request to its arrival at the sink (ms); undefined if it never came. */
@@ -204,7 +174,7 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
     DNS_SERVERS: dnsServer.address,
     RATE_LIMIT_PER_MINUTE: String(BENCH_RATE_LIMIT),
   });
-  log(`service (${opts.topology === 'one-process' ? 'tidings start' : 'tidings start --api, tidings start --worker'}, ${FROM_SOURCE ? 'the source through tsx' : SERVICE_CODE}) as process ${pids.join(', ')}; API on 127.0.0.1:${port}`);
+  log(`service (${opts.topology === 'one-process' ? 'tidings start' : 'tidings start --api, tidings start --worker'}, ${SERVICE_CODE}) as process ${pids.join(', ')}; API on 127.0.0.1:${port}`);
   stop.checkpoint();
 
   const sender = async (name: string): Promise<Sender> => {
@@ -251,7 +221,7 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
   };
   const releasedAt = Date.now();
   await query(orm.em.fork(), `update emails set queue = ? where queue = ?`, [TASK_QUEUE, PLAN_QUEUE]);
-  await query(orm.em.fork(), 'select pg_notify(?, ?)', ['tidings_outbox', `emails:${TASK_QUEUE}`]);
+  await query(orm.em.fork(), 'select pg_notify(?, ?)', [OUTBOX_CHANNEL, emailsKey(TASK_QUEUE)]);
 
   // ---- 3. B's single sends while A's backlog drains.
   const loaded = await singles(sink, b, opts.sends, 'busy', stop, () => opts.backlog - aArrived());
@@ -273,7 +243,7 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
   const pgVersion = (await queryOne<{ v: string }>(orm.em.fork(), "select current_setting('server_version') as v"))?.v ?? db.serverVersion;
   const lines = [
     '',
-    `fairness (${opts.topology === 'one-process' ? 'one process: tidings start, /v1/send handed to the engine in memory' : 'split: tidings start --api + --worker, the engine claims from the table'})`,
+    `fairness (${opts.topology === 'one-process' ? 'one process: tidings start' : 'split: tidings start --api + --worker'})`,
     `  backlog       ${opts.backlog} emails of project A, written QUEUED in one statement${opts.relayDelayMs ? `, relay answering each message after ${opts.relayDelayMs} ms` : ''}`,
     `  claim plan    ${plan.executionMs.toFixed(1)} ms execution, ${plan.planningMs.toFixed(1)} ms planning for ${CLAIM_LIMIT} emails over the backlog (EXPLAIN ANALYZE, rolled back); indexes: ${plan.indexes.join(', ')}`,
     `  B idle        request → sink ${figures(idle.latencies)}`,

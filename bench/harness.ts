@@ -1,22 +1,30 @@
 /**
- * The in-process service stack a bench needs to send mail through Temporal, torn down in reverse
- * order however the run ends. It is bench/send.ts's set-up, taken apart so another bench can
- * start the same thing (bench/send.ts and bench/workflows.ts use startStack; bench/contacts.ts uses
- * freshDatabase + devTemporal + Teardown + interruption, keeping its API child process):
+ * The service stack a bench needs to send mail through Temporal, torn down in reverse order however
+ * the run ends (bench/send.ts, bench/track.ts, bench/workflows.ts, bench/campaign.ts and
+ * bench/import.ts use startStack; bench/contacts.ts and bench/fairness.ts take its pieces:
+ * freshDatabase, devTemporal, startServices, Teardown, interruption):
  *
  *  - a fresh database on the PostgreSQL server at BENCH_POSTGRES_ADMIN_URL (default
  *    postgres://postgres@127.0.0.1:5432/postgres), migrated, dropped at the end;
  *  - an in-memory, headless Temporal dev server on a free port (cli/temporal-server.ts);
  *  - the test DNS server and SMTP sink (test/helpers), the relay every email goes to;
- *  - in this process, wired as cli/start.ts wires them: the API (createApp) on a free port with
- *    RATE_LIMIT_PER_MINUTE raised, and a Temporal worker with the orm, resolver and mailer
- *    (temporal/worker.ts startWorker, default options; `workerOptions` adds Worker options, for
- *    experiments only); or, with `service: 'process'`, both as `tidings start` (the build) in a child process;
+ *  - the service, NODE_ENV=production, RATE_LIMIT_PER_MINUTE raised, in one of three topologies
+ *    (Topology): `one-process`, `tidings start` as one child process (API + worker, as `npm start`);
+ *    `split`, `tidings start --api` and `tidings start --worker` as two child processes (as a
+ *    production deployment); `in-process`, the API (createApp) and a Temporal worker (temporal/
+ *    worker.ts startWorker; `workerOptions` adds Worker options, for experiments only) in this
+ *    process, beside the load generator, for profiling one process;
  *  - a project, a keep-alive JSON client with its secret key, and (verifiedDomain) a domain whose
  *    DKIM/SPF/DMARC records are published in the DNS server and verified, so every email is signed.
  *
- * Also here: Ctrl-C/SIGTERM handling that stops set-up at the next step, the headers a bench
- * checks on a raw message, and per-process CPU time (this process, the Temporal server, PostgreSQL).
+ * The child processes run the build (dist/, built here first, once per bench process; skipped with
+ * BENCH_SERVICE_BUILT=1, which bench/goals.ts sets after building once); BENCH_SERVICE_FROM_SOURCE=1
+ * runs the source through tsx instead. BENCH_SERVICE_NODE_ARGS gives node options to each of them
+ * (e.g. `--cpu-prof --cpu-prof-dir=DIR`).
+ *
+ * Also here: Ctrl-C/SIGTERM handling that stops set-up at the next step, the warm-up, the headers a
+ * bench checks on a raw message, per-process CPU time (the service's processes, this process, the
+ * Temporal server, PostgreSQL) and the report's lines on them.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -38,10 +46,9 @@ import { mailerFromConfig } from '../mail/mailer';
 import { TemporalGateway, type TemporalSettings } from '../temporal/client';
 import { startWorker, type WorkerHandle } from '../temporal/worker';
 import { startDnsServer, type DnsServer } from '../test/helpers/dns';
-import { freePorts, killService, startService, stopService, waitForHealthy } from '../test/helpers/service-process';
+import { freePorts, killService, type Service, startService, stopService, waitForHealthy, waitForStderr } from '../test/helpers/service-process';
 import { startSmtpSink, type SmtpSink } from '../test/helpers/smtp';
 import { type BenchDatabase, closedLoop, createBenchDatabase, jsonClient, log } from './support';
-import { Foreground } from '../foreground';
 
 export const BENCH_RATE_LIMIT = 1_000_000_000;
 
@@ -114,12 +121,15 @@ export interface Stack {
   config: Config;
   settings: TemporalSettings;
   orm: Orm;
-  /** The in-process worker; undefined when the service runs as its own process (`service: 'process'`). */
+  topology: Topology;
+  /** The in-process worker; undefined when the service runs as its own process(es). */
   worker: WorkerHandle | undefined;
   /** A Temporal client: the API's own in-process, else one of the bench's (the bench may wrap its methods to time them). */
   gateway: TemporalGateway;
-  /** The service's process (`tidings start`, API + worker) when it is not this one. */
-  servicePid: number | undefined;
+  /** The service's child processes: [tidings start] or [--api, --worker]; empty when it runs in this process. */
+  servicePids: number[];
+  /** The process whose main thread answers the requests, when it is not this one. */
+  apiPid: number | undefined;
   port: number;
   project: ProjectWithKeys;
   client: ReturnType<typeof jsonClient>;
@@ -157,16 +167,13 @@ export async function startStack(opts: {
   concurrency: number;
   env?: Record<string, string>;
   logLevel?: string;
-  /** Experiments only: Worker.create options on top of temporal/worker.ts's (startWorker passes them through). */
+  /** Experiments only: Worker.create options on top of temporal/worker.ts's (startWorker passes them through); in-process only. */
   workerOptions?: Partial<WorkerOptions>;
-  /**
-   * `in-process` (default): API and worker in this process, beside the load generator and the sink.
-   * `process`: the service as `npm start` runs it (`tidings start`, API + worker in one process of
-   * its own, from source), so the load generator and the sink do not share its core.
-   */
-  service?: 'in-process' | 'process';
+  /** Where the service runs (Topology); `in-process` unless given. */
+  topology?: Topology;
 }): Promise<Stack> {
   const { teardown, checkpoint } = opts;
+  const topology = opts.topology ?? 'in-process';
   const logLevel = opts.logLevel ?? 'warn';
   const db = await freshDatabase(teardown);
   checkpoint();
@@ -194,38 +201,35 @@ export async function startStack(opts: {
   const config = loadConfig(serviceEnv);
   const settings = { address: temporal.address, namespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue };
 
-  // From here on, the same deps as cli/start.ts running API and worker in one process.
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const orm = await createOrm(db.url, {}, settings.taskQueue);
   teardown.add(() => orm.close());
   await migrate(orm);
   log(`database ${db.name} created and migrated`);
   checkpoint();
-  const dns = createDnsLookup({ servers: config.dnsServers });
-  // As cli/start.ts wires API and worker in one process.
-  const foreground = new Foreground();
-  let worker: WorkerHandle | undefined;
-  let servicePid: number | undefined;
-  if (opts.service === 'process') {
-    if (opts.workerOptions) throw new Error('workerOptions apply to the in-process worker only');
-    servicePid = await serviceProcess(teardown, serviceEnv);
-    log(`service (tidings start: API + worker, ${SERVICE_CODE}) as process ${servicePid} on 127.0.0.1:${port}, sink at ${sink.url}`);
-  } else {
-    const mailer = mailerFromConfig(config, log);
-    teardown.add(async () => mailer.close());
-    worker = await startWorker(settings, { orm, dns, mailer, config, foreground }, opts.workerOptions ?? {});
-    teardown.add(() => worker!.shutdown());
-    if (opts.workerOptions) assertApplied(worker, opts.workerOptions);
-  }
-  checkpoint();
   const gateway = await TemporalGateway.connect(settings, config);
   teardown.add(() => gateway.close());
-  if (!servicePid) {
-    const { app } = createApp(await buildAppDeps({ config, orm, temporal: gateway, logger: createLogger(config), dns, foreground, localEngines: worker?.listener, handoff: worker?.handoff }));
+  let worker: WorkerHandle | undefined;
+  let servicePids: number[] = [];
+  if (topology !== 'in-process') {
+    if (opts.workerOptions) throw new Error('workerOptions apply to the in-process worker only');
+    servicePids = (await startServices(teardown, topology, serviceEnv, port)).pids;
+    log(`service (${TOPOLOGY_COMMANDS[topology]}, ${SERVICE_CODE}) as process ${servicePids.join(', ')}; API on 127.0.0.1:${port}, sink at ${sink.url}`);
+  } else {
+    // As cli/start.ts wires API and worker in one process.
+    const dns = createDnsLookup({ servers: config.dnsServers });
+    const mailer = mailerFromConfig(config, log);
+    teardown.add(async () => mailer.close());
+    worker = await startWorker(settings, { orm, dns, mailer, config }, opts.workerOptions ?? {});
+    teardown.add(() => worker!.shutdown());
+    if (opts.workerOptions) assertApplied(worker, opts.workerOptions);
+    checkpoint();
+    const { app } = createApp(await buildAppDeps({ config, orm, temporal: gateway, logger: createLogger(config), dns }));
     const server = await listenApp(app, port, '127.0.0.1');
     teardown.add(() => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))));
     log(`API on 127.0.0.1:${port}, worker on task queue "${settings.taskQueue}", sink at ${sink.url}`);
   }
+  checkpoint();
 
   const backend = await orm.em.fork().getConnection().execute<{ pid: number }[]>('select pg_backend_pid() as pid');
   const postmasterPid = parentOf(backend[0]!.pid);
@@ -234,39 +238,90 @@ export async function startStack(opts: {
   const client = jsonClient(port, project.secretKey, opts.concurrency);
   teardown.add(async () => client.close());
   checkpoint();
-  return { db, temporal, dnsServer, sink, config, settings, orm, worker, gateway, servicePid, port, project, client, logLevel, postmasterPid };
-}
-
-/** BENCH_SERVICE_FROM_SOURCE=1: a `--service process` bench runs the source through tsx, not the build (serviceProcess). */
-const SERVICE_FROM_SOURCE = process.env.BENCH_SERVICE_FROM_SOURCE === '1';
-/** Which code a `--service process` bench runs, for its report. */
-export const SERVICE_CODE = SERVICE_FROM_SOURCE ? 'the source through tsx' : 'the build, dist/cli/main.js';
-
-/** The --service option of a bench. */
-export function serviceMode(value: string | undefined): 'in-process' | 'process' {
-  if (value === undefined || value === 'in-process' || value === 'process') return value ?? 'in-process';
-  throw new Error(`--service must be in-process or process, not ${value}`);
+  return { db, temporal, dnsServer, sink, config, settings, orm, topology, worker, gateway, servicePids, apiPid: servicePids[0], port, project, client, logLevel, postmasterPid };
 }
 
 /**
- * `tidings start` with `env` as a child process, healthy; stopped by `teardown`. Returns its pid.
- * It runs the build, as `npm start` does (built here first); BENCH_SERVICE_FROM_SOURCE=1 runs the
- * source through tsx's loader instead (slower: tsx names every closure it creates through a helper).
+ * Where the service runs: `one-process` is `tidings start` (API + worker in one process, as
+ * `npm start`), `split` is `tidings start --api` + `tidings start --worker` (two processes, as a
+ * production deployment scales them), both child processes of the bench; `in-process` is the API
+ * and a worker in the bench's own process, for profiling one process (the load generator then
+ * takes event-loop time from the API).
  */
-async function serviceProcess(teardown: Teardown, env: Record<string, string>): Promise<number> {
+export type Topology = 'in-process' | 'one-process' | 'split';
+
+const TOPOLOGY_COMMANDS: Record<Exclude<Topology, 'in-process'>, string> = {
+  'one-process': 'tidings start: API + worker',
+  split: 'tidings start --api, tidings start --worker',
+};
+
+/**
+ * A bench's --topology and --service options: `--topology one-process|split`, or `--service
+ * in-process` (the service in the bench's process) or `--service process` (another name for
+ * `--topology one-process`). Contradicting values are refused.
+ */
+export function topologyOption(values: { topology?: string; service?: string }, fallback: Topology): Topology {
+  const { topology, service } = values;
+  if (topology !== undefined && topology !== 'one-process' && topology !== 'split') throw new Error(`--topology must be one-process or split, not ${topology}`);
+  if (service !== undefined && service !== 'in-process' && service !== 'process') throw new Error(`--service must be in-process or process, not ${service}`);
+  const fromService = service === undefined ? undefined : service === 'process' ? 'one-process' : 'in-process';
+  if (topology !== undefined && fromService !== undefined && topology !== fromService) throw new Error(`--service ${service} and --topology ${topology} contradict each other`);
+  return topology ?? fromService ?? fallback;
+}
+
+/** How the report's setup line describes where the service runs (the bench adds what its own process does). */
+export function serviceSetup(stack: Pick<Stack, 'topology' | 'logLevel'>): string {
+  if (stack.topology === 'in-process') return `the API (createApp, LOG_LEVEL=${stack.logLevel}) and the Temporal worker run in this process`;
+  const processes = stack.topology === 'split' ? 'two processes of its own' : 'one process of its own';
+  return `the service is ${processes} (${TOPOLOGY_COMMANDS[stack.topology]}, ${SERVICE_CODE}, NODE_ENV=production, LOG_LEVEL=${stack.logLevel})`;
+}
+
+/** BENCH_SERVICE_FROM_SOURCE=1: the service's processes run the source through tsx, not the build. */
+const SERVICE_FROM_SOURCE = process.env.BENCH_SERVICE_FROM_SOURCE === '1';
+/** Which code the service's processes run, for a report. */
+export const SERVICE_CODE = SERVICE_FROM_SOURCE ? 'the source through tsx' : 'the build, dist/cli/main.js';
+/** What a worker process prints once the server has seen it poll (cli/start.ts). */
+const WORKER_READY = 'Worker polling task queue';
+
+let built = process.env.BENCH_SERVICE_BUILT === '1';
+/** `npm run build`, once per process (and not at all from source, or when the caller built it: BENCH_SERVICE_BUILT=1). */
+export function buildService(): void {
+  if (SERVICE_FROM_SOURCE || built) return;
+  log('building the service (npm run build)');
+  execFileSync('npm', ['run', '--silent', 'build'], { cwd: path.resolve(__dirname, '..'), stdio: 'inherit' });
+  built = true;
+}
+
+/**
+ * The service's processes for the topology with `env`, the API on `port` (free if not given):
+ * resolves once the API is healthy and (split) the worker polls. Stopped by `teardown`. The pids
+ * come API first. They run the build, as `npm start` does, or the source with
+ * BENCH_SERVICE_FROM_SOURCE=1 (slower: tsx names every closure it creates through a helper).
+ */
+export async function startServices(
+  teardown: Teardown,
+  topology: Exclude<Topology, 'in-process'>,
+  env: Record<string, string>,
+  port?: number,
+): Promise<{ port: number; pids: number[] }> {
+  buildService();
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'tidings-bench-'));
   teardown.add(async () => rmSync(dataDir, { recursive: true, force: true }));
-  // BENCH_SERVICE_NODE_ARGS: e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile the service alone.
+  // BENCH_SERVICE_NODE_ARGS: e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile the service.
   const nodeArgs = process.env.BENCH_SERVICE_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
-  const compiled = !SERVICE_FROM_SOURCE;
-  if (compiled) {
-    log('building the service (npm run build)');
-    execFileSync('npm', ['run', '--silent', 'build'], { cwd: path.resolve(__dirname, '..'), stdio: 'inherit' });
-  }
-  const service = startService(dataDir, { ...(await freePorts()), api: Number(env.PORT) }, { env, nodeArgs, compiled });
-  teardown.add(() => stopService(service, 30_000).catch(() => killService(service)));
-  await waitForHealthy(service);
-  return service.child.pid!;
+  const apiPort = port ?? (await freePort());
+  const start = async (roles: ('--api' | '--worker')[], ready: (s: Service) => Promise<void>, ownPort: number) => {
+    const service = startService(dataDir, { ...(await freePorts()), api: ownPort }, { roles, env: { ...env, PORT: String(ownPort) }, nodeArgs, compiled: !SERVICE_FROM_SOURCE });
+    teardown.add(() => stopService(service, 30_000).catch(() => killService(service)));
+    await ready(service);
+    return service.child.pid!;
+  };
+  if (topology === 'one-process') return { port: apiPort, pids: [await start([], waitForHealthy, apiPort)] };
+  const [api, worker] = await Promise.all([
+    start(['--api'], waitForHealthy, apiPort),
+    start(['--worker'], (s) => waitForStderr(s, WORKER_READY), await freePort()),
+  ]);
+  return { port: apiPort, pids: [api, worker] };
 }
 
 /**
@@ -375,6 +430,38 @@ export function cpuSecondsOf(pid: number): number | undefined {
   const f = statOf(pid);
   if (!f) return undefined;
   return (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / ticksPerSecond();
+}
+
+/**
+ * CPU seconds (user + system) so far of each of the service's processes, API first; undefined when
+ * the service runs in this process (its CPU is then this process's). Diff two with cpuUsedBetween.
+ */
+export function serviceCpuSeconds(stack: Pick<Stack, 'servicePids'>): number[] | undefined {
+  return stack.servicePids.length ? stack.servicePids.map((pid) => cpuSecondsOf(pid) ?? NaN) : undefined;
+}
+
+/** Per process and in total, what the service's processes used between two serviceCpuSeconds. */
+export function cpuUsedBetween(before: number[] | undefined, after: number[] | undefined): { each: number[]; total: number } | undefined {
+  if (!before || !after) return undefined;
+  const each = after.map((v, i) => v - before[i]!);
+  return { each, total: each.reduce((a, b) => a + b, 0) };
+}
+
+/**
+ * "the service 3.1 s", split "the service 3.1 s (API 2.0 s, worker 1.1 s)"; with `per`, the same in
+ * ms per `per.count` things, without "the service" and followed by "per <unit>" when given.
+ */
+export function describeServiceCpu(used: { each: number[]; total: number }, per?: { count: number; unit?: string }): string {
+  const fmt = (seconds: number) => (per ? `${((1000 * seconds) / Math.max(1, per.count)).toFixed(2)} ms` : `${seconds.toFixed(1)} s`);
+  const parts = used.each.length === 2 ? ` (API ${fmt(used.each[0]!)}, worker ${fmt(used.each[1]!)})` : '';
+  return per ? `${fmt(used.total)}${per.unit ? ` per ${per.unit}` : ''}${parts}` : `the service ${fmt(used.total)}${parts}`;
+}
+
+/** The report's line on how warm the database and the code were. */
+export function warmthLine(cold: boolean, warmUp: string): string {
+  return cold
+    ? `  database      cold (--cold): a fresh database as a new install meets it: no warm-up, no ANALYZE (the machine's page cache is not dropped)`
+    : `  database      warm: first ${warmUp}, then ANALYZE (left out of every figure)`;
 }
 
 export interface MainThreadSnapshot {

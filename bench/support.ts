@@ -1,6 +1,6 @@
 /**
  * What the bench scripts have in common: a throwaway database, a keep-alive JSON client, a
- * closed-loop load runner, percentiles and the environment line.
+ * closed-loop load runner, percentiles, the environment line and the RESULT line.
  */
 import { spawnSync } from 'node:child_process';
 import http from 'node:http';
@@ -212,4 +212,15 @@ export interface Goal {
 
 export function goalLines(goals: Goal[]): string[] {
   return goals.map((g) => `                ${g.met ? 'met    ' : 'NOT met'}  ${g.goal}: ${g.measured}`);
+}
+
+/** What starts the last line of a bench's report, the JSON of its figures after it (printResult). */
+export const RESULT_PREFIX = 'RESULT ';
+
+/**
+ * The last line a bench prints: `RESULT {json}`, the figures bench/goals.ts compares with the goals
+ * and with the other runs of its matrix (rates per second, times in ms; NaN becomes null).
+ */
+export function printResult(result: Record<string, unknown>): void {
+  process.stdout.write(`${RESULT_PREFIX}${JSON.stringify(result)}\n`);
 }

@@ -4,27 +4,47 @@
  * an event and nothing else is triggered (bench/workflows.ts measures the same requests when they
  * start journeys).
  *
- *   npx tsx bench/track.ts [--n 5000] [--concurrency 16] [--service in-process|process] [--warm-up 4000]
+ *   npx tsx bench/track.ts [--n 5000] [--concurrency 16] [--topology one-process|split] [--service in-process] [--cold] [--warm-up 4000]
  *
  * Set-up as bench/send.ts (bench/harness.ts startStack): a fresh database, an in-memory Temporal dev
- * server, the test DNS server and SMTP sink, and in this process the API (RATE_LIMIT_PER_MINUTE
- * raised) and the service's worker, as a deployment runs them; one project and no workflow. With
- * `--service in-process` (the default) the load generator, API and worker share one Node process;
- * with `--service process` the service runs as `npm start` runs it, a process of its own, and this
- * one is the load generator alone (its CPU is then reported apart). PostgreSQL and Temporal share
- * the machine either way.
+ * server, the test DNS server and SMTP sink, the service (RATE_LIMIT_PER_MINUTE raised), one project
+ * and no workflow. --topology as in bench/send.ts: `one-process` (default), `tidings start` as one
+ * child process; `split`, `tidings start --api` and `--worker` as two; `--service in-process` puts
+ * the API and the worker in this process, for profiling. Otherwise this process is the load
+ * generator alone, and the service's CPU (both processes' in split) is reported apart.
+ *
+ * Payload: `{email, event: "signup", data: {plan}}`, the plan one of four values, stored on the
+ * contact (a track's data is persistent: there is no one-shot variant to choose).
  *
  * A warm-up of --warm-up tracks (4,000: enough for V8 to have optimized the request path, as in
- * bench/send.ts) and an ANALYZE come first (see main), outside the figures.
+ * bench/send.ts) and an ANALYZE come first, outside the figures; `--cold` leaves both out, a fresh
+ * database as a new install meets it.
  *
- * Output: tracks/s (first request to last 200), latency, the CPU time of this process, the Temporal
- * server and PostgreSQL per track, and the goals (≥ 1,500 tracks/s, p99 < 50 ms; docs/performance.md).
+ * Output: tracks/s (first request to last 200), latency, the CPU time of the service, this process,
+ * the Temporal server and PostgreSQL per track, a check (every event and contact stored with its
+ * data, no execution), the goals (≥ 1,500 tracks/s, p99 < 50 ms; docs/performance.md) and a RESULT
+ * line for bench/goals.ts; the exit code is 1 when the check failed.
  */
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
-import { BENCH_RATE_LIMIT, JIT_WARM_UP_REQUESTS, cpuSecondsOf, cpuSnapshot, SERVICE_CODE, serviceMode, startStack, Teardown, type Interruption, runBench, warmUp } from './harness';
-import { closedLoop, environmentLine, goalLines, log, percentile, positiveInt, RequestTally } from './support';
+import {
+  BENCH_RATE_LIMIT,
+  cpuSnapshot,
+  cpuUsedBetween,
+  describeServiceCpu,
+  JIT_WARM_UP_REQUESTS,
+  runBench,
+  serviceCpuSeconds,
+  serviceSetup,
+  startStack,
+  Teardown,
+  topologyOption,
+  type Interruption,
+  warmthLine,
+  warmUp,
+} from './harness';
+import { closedLoop, environmentLine, goalLines, log, percentile, positiveInt, printResult, RequestTally } from './support';
 
 const EVENT = 'signup';
 const PLANS = ['free', 'starter', 'pro', 'enterprise'];
@@ -34,37 +54,43 @@ function options() {
     options: {
       n: { type: 'string', default: '5000' },
       concurrency: { type: 'string', default: '16' },
-      service: { type: 'string', default: 'in-process' },
+      topology: { type: 'string' },
+      service: { type: 'string' },
+      cold: { type: 'boolean', default: false },
       'warm-up': { type: 'string', default: String(JIT_WARM_UP_REQUESTS) },
       help: { type: 'boolean', short: 'h' },
     },
   });
   if (values.help) {
-    process.stdout.write('Usage: npx tsx bench/track.ts [--n 5000] [--concurrency 16] [--service in-process|process] [--warm-up 4000]\n');
+    process.stdout.write('Usage: npx tsx bench/track.ts [--n 5000] [--concurrency 16] [--topology one-process|split] [--service in-process] [--cold] [--warm-up 4000]\n');
     process.exit(0);
   }
   return {
     n: positiveInt('n', values.n),
     concurrency: positiveInt('concurrency', values.concurrency),
-    service: serviceMode(values.service),
+    topology: topologyOption(values, 'one-process'),
+    cold: values.cold,
     warmUp: positiveInt('warm-up', values['warm-up']),
   };
 }
 
 async function main(teardown: Teardown, stop: Interruption): Promise<void> {
   const opts = options();
-  const stack = await startStack({ teardown, checkpoint: stop.checkpoint, concurrency: opts.concurrency, service: opts.service });
+  const stack = await startStack({ teardown, checkpoint: stop.checkpoint, concurrency: opts.concurrency, topology: opts.topology });
   const { client, orm } = stack;
-  const warmup = await warmUp(stack, stop, { n: opts.n, count: opts.warmUp, concurrency: opts.concurrency, tables: 'contacts, events', what: 'tracks' }, (i) =>
-    client.request('POST', '/v1/track', { email: `warmup${i}@bench.example.org`, event: EVENT, data: { plan: 'free' } }),
-  );
+  if (opts.cold) log('cold: no warm-up, no ANALYZE');
+  const warmup = opts.cold
+    ? 0
+    : await warmUp(stack, stop, { n: opts.n, count: opts.warmUp, concurrency: opts.concurrency, tables: 'contacts, events', what: 'tracks' }, (i) =>
+        client.request('POST', '/v1/track', { email: `warmup${i}@bench.example.org`, event: EVENT, data: { plan: 'free' } }),
+      );
   log(`tracking ${opts.n} events with ${opts.concurrency} clients, no workflow listening`);
 
   const tally = new RequestTally(opts.n);
   let lastOk = 0;
   const loadBefore = os.loadavg()[0]!;
   const cpuBefore = cpuSnapshot(stack);
-  const serviceCpuBefore = stack.servicePid ? cpuSecondsOf(stack.servicePid) : undefined;
+  const serviceCpuBefore = serviceCpuSeconds(stack);
   const start = performance.now();
   await closedLoop(opts.n, opts.concurrency, async (i) => {
     if (stop.interrupted) return;
@@ -75,16 +101,17 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
   });
   const trackedS = (lastOk - start) / 1000;
   const cpuAfter = cpuSnapshot(stack);
-  const serviceCpuS = serviceCpuBefore === undefined ? undefined : cpuSecondsOf(stack.servicePid!)! - serviceCpuBefore;
+  const serviceCpu = cpuUsedBetween(serviceCpuBefore, serviceCpuSeconds(stack));
   const loadAfter = os.loadavg()[0]!;
 
   const count = async (sql: string) => Number((await orm.em.fork().getConnection().execute<{ n: string }[]>(sql))[0]!.n);
   const events = await count(`select count(*) as n from events where name = '${EVENT}'`);
   const contacts = await count('select count(*) as n from contacts');
+  const withPlan = await count(`select count(*) as n from contacts where data ? 'plan'`);
   const executions = await count('select count(*) as n from workflow_executions');
   const errors = tally.done - tally.ok;
   const checkOk =
-    !stop.interrupted && errors === 0 && tally.ok === opts.n && events === opts.n + warmup && contacts === opts.n + warmup && executions === 0;
+    !stop.interrupted && errors === 0 && tally.ok === opts.n && events === opts.n + warmup && contacts === opts.n + warmup && withPlan === contacts && executions === 0;
 
   const sorted = Float64Array.from(tally.latencies.subarray(0, tally.done)).sort();
   const ms = (v: number) => (Number.isFinite(v) ? `${v.toFixed(1)} ms` : 'n/a');
@@ -97,17 +124,17 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
     `Tidings track bench: POST /v1/track "${EVENT}" for N=${opts.n} new contacts, no workflow listening, concurrency ${opts.concurrency} keep-alive clients${stop.interrupted ? ` (interrupted after ${tally.done} requests)` : ''}`,
     `  environment   ${environmentLine(stack.db.serverVersion)}`,
     `  load average  ${loadBefore.toFixed(1)} before, ${loadAfter.toFixed(1)} after (1-minute; other work on the machine skews the figures)`,
-    stack.servicePid
-      ? `  setup         the service is one process of its own (tidings start: API + worker, ${SERVICE_CODE}, NODE_ENV=production, LOG_LEVEL=${stack.logLevel}); this process is the load generator;`
-      : `  setup         one Node process runs the load generator, the API (createApp, LOG_LEVEL=${stack.logLevel}) and the Temporal worker;`,
+    `  setup         topology ${stack.topology}: ${serviceSetup(stack)}; this process is the load generator;`,
     `                PostgreSQL and the Temporal dev server (in-memory, headless) are separate processes on the same machine`,
+    warmthLine(opts.cold, `${warmup} tracks for other contacts`),
+    `  payload       {email, event: "${EVENT}", data: {plan}}: the plan is stored on the contact (persistent)`,
     `  rate limit    RATE_LIMIT_PER_MINUTE raised to ${BENCH_RATE_LIMIT} (default 1000): the limiter still counts every request but never throttles`,
     `  tracked       ${tally.ok} events in ${trackedS.toFixed(2)} s: ${rate.toFixed(0)} tracks/s at the API (first request to last 200)`,
     `  latency       p50 ${ms(percentile(sorted, 50))}   p95 ${ms(percentile(sorted, 95))}   p99 ${ms(p99)}   max ${ms(sorted[sorted.length - 1] ?? NaN)}`,
-    `  cpu per track ${serviceCpuS === undefined ? 'this process' : `service process ${ms((1000 * serviceCpuS) / Math.max(1, tally.ok))}, load generator`} ${perTrack('node')}, Temporal server ${perTrack('temporal')}, PostgreSQL backends of ${stack.db.name} ${perTrack('postgres')}`,
+    `  cpu per track ${serviceCpu === undefined ? 'this process' : `the service ${describeServiceCpu(serviceCpu, { count: tally.ok })}, load generator`} ${perTrack('node')}, Temporal server ${perTrack('temporal')}, PostgreSQL backends of ${stack.db.name} ${perTrack('postgres')}`,
     `  errors        ${errors}${tally.errorDetail()}`,
-    `  check         ${checkOk ? 'OK' : 'FAILED'}: ${tally.ok}/${opts.n} answered 200, ${events}/${opts.n + warmup} "${EVENT}" events and ${contacts}/${opts.n + warmup} contacts stored (${warmup} of them the warm-up's), ${executions} workflow executions`,
-    `  goals         (no workflow listening, 16 clients, 2 cores)`,
+    `  check         ${checkOk ? 'OK' : 'FAILED'}: ${tally.ok}/${opts.n} answered 200, ${events}/${opts.n + warmup} "${EVENT}" events and ${contacts}/${opts.n + warmup} contacts stored (${warmup} of them the warm-up's), ${withPlan} with their plan, ${executions} workflow executions`,
+    `  goals         (no workflow listening, 16 clients, 2 cores${opts.cold ? '; set for a warm database: bench/goals.ts compares a cold run with a warm one' : ''})`,
     ...goalLines([
       { goal: '≥ 1,500 tracks/s', met: rate >= 1500, measured: `${rate.toFixed(0)}/s (${(rate / 1500).toFixed(2)} of it)` },
       { goal: 'p99 < 50 ms', met: p99 < 50, measured: ms(p99) },
@@ -115,6 +142,19 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
     '',
   ];
   process.stdout.write(lines.join('\n'));
+  printResult({
+    bench: 'track',
+    topology: stack.topology,
+    cold: opts.cold,
+    n: opts.n,
+    concurrency: opts.concurrency,
+    tracksPerS: rate,
+    p50Ms: percentile(sorted, 50),
+    p99Ms: p99,
+    serviceCpuMsPerTrack: serviceCpu === undefined ? null : (1000 * serviceCpu.total) / Math.max(1, tally.ok),
+    checkOk,
+    interrupted: stop.interrupted,
+  });
   if (!checkOk) process.exitCode = 1;
 }
 

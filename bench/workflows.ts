@@ -10,37 +10,44 @@
  * reach the sink. bench/track.ts measures /v1/track with no workflow listening.
  *
  *   npx tsx bench/workflows.ts [--shape send-delay-send|send-only] [--n 500] [--concurrency 16] [--time-scale 0.001]
- *                              [--histories 100] [--service in-process|process] [--warm-up 4000]
+ *                              [--histories 100] [--topology one-process|split] [--service in-process] [--cold] [--warm-up 4000]
  *                              [--worker-options '{"maxConcurrentWorkflowTaskPolls":40}']
  *
  * It sets everything up on loopback itself and tears it down again (bench/harness.ts): a fresh,
  * migrated database (dropped at the end), an in-memory Temporal dev server, the test DNS server and
- * SMTP sink, and in this process the API (RATE_LIMIT_PER_MINUTE raised) and a real worker, or with
- * `--service process` both in a process of their own as `tidings start` runs them; then a project,
- * a verified domain (every email DKIM-signed), two templates and the workflow, all through the HTTP
- * API.
+ * SMTP sink, and the service (RATE_LIMIT_PER_MINUTE raised); then a project, a verified domain
+ * (every email DKIM-signed), two templates and the workflow, all through the HTTP API.
+ *
+ * --topology as in bench/send.ts: `one-process` (default), `tidings start` as one child process;
+ * `split`, `tidings start --api` and `tidings start --worker` as two, the journeys run by the worker
+ * process; the service's CPU (both processes' in split) is reported apart from this process's.
+ * `--service in-process` puts the API and a real worker in this process, for profiling and for
+ * --worker-options (Worker.create options on top of what temporal/worker.ts passes, experiments
+ * only); the load generator's requests then take event-loop time from the API, and the ORM's
+ * connection pool is sampled.
+ *
+ * Payload: as bench/track.ts, `data: {plan}` stored on the contact (persistent), which the
+ * templates render from ("Welcome to the {{plan ?? "free"}} plan").
  *
  * First a warm-up: --warm-up tracks (4,000, as bench/track.ts and bench/send.ts: enough for V8 to
- * have optimized the request path) before the workflow is enabled, and an ANALYZE. Then
- * the same-run reference (bench/baselines.ts bareWorkflowRate): N executions of a bare
- * workflow with one no-op activity (bench/baseline-workflow.ts), started with the same concurrency
- * on a task queue of its own, served by a worker of its own (with the same --worker-options) in this
- * process, against the same dev server: started/s and completed/s (to the last close time). The
- * journeys' completed/s is then given as a ratio to it.
+ * have optimized the request path) before the workflow is enabled, and an ANALYZE; `--cold`
+ * leaves both out, a fresh database as a new install meets it. Then the same-run reference
+ * (bench/baselines.ts bareWorkflowRate): N executions of a bare workflow with one no-op activity
+ * (bench/baseline-workflow.ts), started with the same concurrency on a task queue of its own,
+ * served by a worker of its own (with the same --worker-options) in this process, against the same
+ * dev server: started/s and completed/s (to the last close time). The journeys' completed/s is then
+ * given as a ratio to it.
  *
  * Figures: tracks/s and latency at the API; executions started/s and completed/s from the
  * workflow_executions rows (started_at is written when the trigger dispatcher claims the entry,
- * finished_at by the execution's last activity), emails/s at the sink, every rate from the first request. Then
- * where the time goes: how long each step and the bookkeeping between steps take (execution_steps),
- * and, from the Temporal histories of a sample of executions, how many activities and workflow tasks
- * one execution needs and how long they queue and run; how busy the ORM's connection pool was (with
- * the service in this process); the CPU time of the service, this process, the Temporal server and
- * PostgreSQL (the bench database's backends; the whole server in brackets).
- * --worker-options is for experiments, in this process only: the worker then gets these Worker.create
- * options on top of what temporal/worker.ts passes.
- * By default the load generator, API, worker and sink share one Node process, so the load
- * generator's requests take event-loop time from the API; `--service process` measures the service
- * as it runs in production. PostgreSQL and Temporal share the machine with both.
+ * finished_at by the execution's last activity), emails/s at the sink, every rate from the first
+ * request. Then where the time goes: how long each step and the bookkeeping between steps take
+ * (execution_steps), and, from the Temporal histories of a sample of executions, how many
+ * activities and workflow tasks one execution needs and how long they queue and run; how busy the
+ * ORM's connection pool was (in-process only); the CPU time of the service, this process, the
+ * Temporal server and PostgreSQL (the bench database's backends; the whole server in brackets).
+ * The goals (send-only) and a RESULT line for bench/goals.ts end the report; the exit code is 1
+ * when a check failed.
  */
 import os from 'node:os';
 import { parseArgs } from 'node:util';
@@ -50,22 +57,25 @@ import { workflowIds } from '../temporal/ids';
 import { bareWorkflowRate } from './baselines';
 import {
   BENCH_RATE_LIMIT,
-  cpuSecondsOf,
   cpuSnapshot,
+  cpuUsedBetween,
+  describeServiceCpu,
   JIT_WARM_UP_REQUESTS,
   headersOf,
   mainThreadOf,
-  SERVICE_CODE,
-  serviceMode,
+  serviceCpuSeconds,
+  serviceSetup,
   type Stack,
   startStack,
   Teardown,
+  topologyOption,
   verifiedDomain,
+  warmthLine,
   type Interruption,
   runBench,
   warmUp,
 } from './harness';
-import { closedLoop, environmentLine, goalLines, type JsonResponse, log, percentile, positiveInt, RequestTally } from './support';
+import { closedLoop, environmentLine, goalLines, type JsonResponse, log, percentile, positiveInt, printResult, RequestTally } from './support';
 
 const DOMAIN = 'bench-workflows.test';
 const EVENT = 'signup';
@@ -94,7 +104,9 @@ function options() {
       concurrency: { type: 'string', default: '16' },
       'time-scale': { type: 'string', default: '0.001' },
       histories: { type: 'string', default: '100' },
-      service: { type: 'string', default: 'in-process' },
+      topology: { type: 'string' },
+      service: { type: 'string' },
+      cold: { type: 'boolean', default: false },
       'worker-options': { type: 'string' },
       'warm-up': { type: 'string', default: String(JIT_WARM_UP_REQUESTS) },
       help: { type: 'boolean', short: 'h' },
@@ -102,7 +114,7 @@ function options() {
   });
   if (values.help) {
     process.stdout.write(
-      'Usage: npx tsx bench/workflows.ts [--shape send-delay-send|send-only] [--n 500] [--concurrency 16] [--time-scale 0.001] [--histories 100] [--service in-process|process] [--worker-options JSON] [--warm-up 4000]\n',
+      'Usage: npx tsx bench/workflows.ts [--shape send-delay-send|send-only] [--n 500] [--concurrency 16] [--time-scale 0.001] [--histories 100] [--topology one-process|split] [--service in-process] [--cold] [--worker-options JSON] [--warm-up 4000]\n',
     );
     process.exit(0);
   }
@@ -110,13 +122,14 @@ function options() {
   if (!shape) throw new Error(`--shape must be one of ${Object.keys(SHAPES).join(', ')}, got ${values.shape}`);
   const timeScale = Number(values['time-scale']);
   if (!(timeScale > 0 && timeScale <= 1)) throw new Error(`--time-scale must be in (0, 1], got ${values['time-scale']}`);
-  const service = serviceMode(values.service);
+  const topology = topologyOption(values, 'one-process');
   const workerOptions = values['worker-options'] === undefined ? undefined : (JSON.parse(values['worker-options']) as Partial<WorkerOptions>);
-  if (workerOptions && service === 'process') throw new Error('--worker-options applies to a worker in this process, not with --service process');
+  if (workerOptions && topology !== 'in-process') throw new Error('--worker-options applies to a worker in this process: give --service in-process');
   return {
     shapeName: values.shape,
     shape,
-    service,
+    topology,
+    cold: values.cold,
     workerOptions,
     n: positiveInt('n', values.n),
     concurrency: positiveInt('concurrency', values.concurrency),
@@ -292,7 +305,7 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
     teardown,
     checkpoint: () => stop.checkpoint(),
     concurrency: opts.concurrency,
-    service: opts.service,
+    topology: opts.topology,
     env: { JOURNEY_TIME_SCALE: String(opts.timeScale) },
     ...(opts.workerOptions ? { workerOptions: opts.workerOptions } : {}),
   });
@@ -304,9 +317,12 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
     (await expectStatus(client.request('POST', '/templates', { name, ...t, from: `hello@${DOMAIN}`, fromName: 'Bench' }), 201, `template ${name}`)).id;
   const templateIds = { welcome: await template('welcome', TEMPLATES.welcome), followUp: await template('follow-up', TEMPLATES.followUp) };
   // The warm-up (bench/harness.ts warmUp) runs before the workflow exists, so it triggers nothing.
-  await warmUp(stack, stop, { n: opts.n, count: opts.warmUp, concurrency: opts.concurrency, tables: 'contacts, events', what: 'tracks' }, (i) =>
-    client.request('POST', '/v1/track', { email: `warmup${i}@bench.example.org`, event: EVENT, data: { plan: 'free' } }),
-  );
+  if (opts.cold) log('cold: no warm-up, no ANALYZE');
+  const warmup = opts.cold
+    ? 0
+    : await warmUp(stack, stop, { n: opts.n, count: opts.warmUp, concurrency: opts.concurrency, tables: 'contacts, events', what: 'tracks' }, (i) =>
+        client.request('POST', '/v1/track', { email: `warmup${i}@bench.example.org`, event: EVENT, data: { plan: 'free' } }),
+      );
   const workflowId = await buildJourney(client, opts.shape, templateIds);
   const emailsPer = opts.shape.filter((st) => st.type === 'SEND_EMAIL').length;
   log(`domain ${DOMAIN} verified; workflow ${workflowId} enabled: ${describeShape(opts.shape)} (JOURNEY_TIME_SCALE=${stack.config.journeyTimeScale})`);
@@ -334,7 +350,7 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
     )[0]!;
   // The ORM's connection pool (knex/tarn), shared by the API and the activities as in cli/start.ts: sampled every 100 ms
   // when the service is in this process (otherwise `orm` is only the bench's own).
-  const pool = stack.servicePid
+  const pool = stack.servicePids.length
     ? undefined
     : (orm.em.getConnection().getKnex().client as { pool?: { numUsed(): number; numPendingAcquires(): number } }).pool;
   const poolSamples: { used: number; waiting: number }[] = [];
@@ -342,8 +358,8 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
   teardown.add(async () => clearInterval(poolTimer));
   const loadBefore = os.loadavg()[0]!;
   const cpuBefore = cpuSnapshot(stack);
-  const serviceCpuBefore = stack.servicePid ? cpuSecondsOf(stack.servicePid) : undefined;
-  const serviceLoopBefore = stack.servicePid ? mainThreadOf(stack.servicePid) : undefined;
+  const serviceCpuBefore = serviceCpuSeconds(stack);
+  const serviceLoopBefore = stack.apiPid ? mainThreadOf(stack.apiPid) : undefined;
   const eluBefore = performance.eventLoopUtilization();
   const wallStart = Date.now();
   const start = performance.now();
@@ -388,8 +404,9 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
   clearInterval(progress);
   clearInterval(poolTimer);
   const cpuAfter = cpuSnapshot(stack);
-  const serviceCpuS = serviceCpuBefore === undefined ? undefined : cpuSecondsOf(stack.servicePid!)! - serviceCpuBefore;
-  const serviceLoopAfter = stack.servicePid ? mainThreadOf(stack.servicePid) : undefined;
+  const serviceCpu = cpuUsedBetween(serviceCpuBefore, serviceCpuSeconds(stack));
+  const serviceCpuS = serviceCpu?.total;
+  const serviceLoopAfter = stack.apiPid ? mainThreadOf(stack.apiPid) : undefined;
   const elu = performance.eventLoopUtilization(eluBefore);
   const loadAfter = os.loadavg()[0]!;
   // A late message would show up as "unexpected": give stragglers a moment before counting.
@@ -527,10 +544,10 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
     `Tidings workflows bench: POST /v1/track "${EVENT}" for N=${opts.n} new contacts, concurrency ${opts.concurrency} keep-alive clients, shape ${opts.shapeName}`,
     `  environment   ${environmentLine(stack.db.serverVersion)}`,
     `                N=${opts.n}, concurrency ${opts.concurrency}, ${cores} cores; load average ${loadBefore.toFixed(1)} before, ${loadAfter.toFixed(1)} after (1-minute; other work on the machine skews the figures)`,
-    stack.servicePid
-      ? `  setup         the service is one process of its own (tidings start: API + worker, ${SERVICE_CODE}, NODE_ENV=production, LOG_LEVEL=${stack.logLevel}); this process runs the load generator, the DNS server and the SMTP sink;`
-      : `  setup         one Node process runs the load generator, the API (createApp, LOG_LEVEL=${stack.logLevel}), the Temporal worker and the DNS server and SMTP sink;`,
+    `  setup         topology ${stack.topology}: ${serviceSetup(stack)}; this process runs the load generator, the DNS server and the SMTP sink;`,
     `                PostgreSQL and the Temporal dev server (in-memory, headless) are separate processes on the same machine`,
+    warmthLine(opts.cold, `${warmup} tracks for other contacts (before the workflow exists)`),
+    `  payload       {email, event: "${EVENT}", data: {plan}}: the plan is stored on the contact (persistent) and the templates render from it`,
     workerOptions
       ? `  worker        ${opts.workerOptions ? `temporal/worker.ts options + ${JSON.stringify(opts.workerOptions)}` : 'temporal/worker.ts options (WORKER_TUNING)'}: ` +
         `${slots(workerOptions.tuner.workflowTaskSlotSupplier)} workflow-task slots, ${pollers(workerOptions.workflowTaskPollerBehavior)} workflow-task pollers ` +
@@ -556,7 +573,7 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
     `  check         ${checkOk ? 'OK' : 'FAILED'}: ${checks.map(([pass, text]) => `${pass ? '' : '✗ '}${text}`).join('; ')}`,
     ...(opts.shapeName === 'send-only'
       ? [
-          `  goals         (for one enabled TRIGGER → SEND_EMAIL workflow, 16 clients, 2 cores)`,
+          `  goals         (for one enabled TRIGGER → SEND_EMAIL workflow, 16 clients, 2 cores${opts.cold ? '; set for a warm database' : ''})`,
           ...goalLines([
             { goal: '≥ 1,000 accepted/s', met: trackRate >= 1000, measured: `${trackRate.toFixed(0)} tracks/s (${(trackRate / 1000).toFixed(2)} of it)` },
             { goal: 'p99 < 100 ms', met: trackP99 < 100, measured: ms(trackP99) },
@@ -594,15 +611,32 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
     `  CPU               during the run (${secs(runS)}, ${cores} cores = ${(cores * runS).toFixed(0)} core-s): ` +
       (serviceCpuS === undefined
         ? `${cpuLine('node', 'this process')} (main thread event loop ${(100 * elu.utilization).toFixed(0)}% busy), `
-        : `the service ${serviceCpuS.toFixed(1)} s (${((100 * serviceCpuS) / runS).toFixed(0)}% of a core${serviceLoopS === undefined ? '' : `; its main thread ${serviceLoopS.toFixed(1)} s`}), ` +
+        : `${describeServiceCpu(serviceCpu!)} (${((100 * serviceCpuS) / runS).toFixed(0)}% of a core${serviceLoopS === undefined ? '' : `; ${stack.topology === 'split' ? 'the API\'s' : 'its'} main thread ${serviceLoopS.toFixed(1)} s`}), ` +
           `${cpuLine('node', 'this process (load generator, sink)')}, `) +
       `${cpuLine('temporal', 'Temporal server')}, ${cpuLine('postgres', `PostgreSQL backends of ${stack.db.name}`)} ` +
       `(the whole server, other databases' work and background processes included: ${cpu('postgresServer').toFixed(1)} s)`,
-    `                    per execution: ${serviceCpuS === undefined ? '' : `the service ${ms(perExecution(serviceCpuS))}, `}this process ${ms(cpuPerExecution('node'))}, Temporal ${ms(cpuPerExecution('temporal'))}, PostgreSQL ${ms(cpuPerExecution('postgres'))} = ${ms(cpuTotalPerExecution)} of CPU;` +
+    `                    per execution: ${serviceCpu === undefined ? '' : `the service ${describeServiceCpu(serviceCpu, { count: finishedTimes.length })}, `}this process ${ms(cpuPerExecution('node'))}, Temporal ${ms(cpuPerExecution('temporal'))}, PostgreSQL ${ms(cpuPerExecution('postgres'))} = ${ms(cpuTotalPerExecution)} of CPU;` +
       ` ${cores} cores doing nothing else would allow about ${perSec(cores, cpuTotalPerExecution / 1000)} executions/s`,
     '',
   ];
   process.stdout.write(lines.join('\n'));
+  printResult({
+    bench: 'workflows',
+    shape: opts.shapeName,
+    topology: stack.topology,
+    cold: opts.cold,
+    n: opts.n,
+    concurrency: opts.concurrency,
+    tracksPerS: trackRate,
+    p99Ms: trackP99,
+    completedPerS: finishedTimes.length / finishedS,
+    bareCompletedPerS: bare.completed / bare.completedSeconds,
+    completedOverBare: completedRatio,
+    serviceCpuMsPerExecution: serviceCpuS === undefined ? null : perExecution(serviceCpuS),
+    exactlyOnce,
+    checkOk,
+    interrupted: stop.interrupted,
+  });
   if (!checkOk) process.exitCode = 1;
 }
 

@@ -2,9 +2,6 @@ import { createApp } from '../api/app';
 import { listenApp } from '../api/server';
 import { buildAppDeps } from '../api/deps';
 import type { Config } from '../config';
-import { Foreground } from '../foreground';
-import type { DeliveryHandoff } from '../db/messages/delivery-handoff';
-import type { LocalEngines } from '../db/messages/engine-wakeups';
 import { createOrm, migrate } from '../db/orm';
 import { pruneRateLimitWindows } from '../db/projects/rate-limit';
 import { pruneRevokedSessions } from '../db/accounts/revoked-sessions';
@@ -73,10 +70,6 @@ export async function startService(config: Config, opts: StartOptions, log: Log)
     checkpoint();
     const settings = { address: temporal.address, namespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue };
     const dns = createDnsLookup({ servers: config.dnsServers });
-    // One process for both roles: the API's requests go before the worker's background work.
-    const foreground = opts.api && opts.worker ? new Foreground() : undefined;
-    let localEngines: LocalEngines | undefined;
-    let handoff: DeliveryHandoff | undefined;
     const bounces = await loadBounceAddresses(orm, config);
 
     if (opts.worker) {
@@ -84,10 +77,8 @@ export async function startService(config: Config, opts: StartOptions, log: Log)
       stops.push(async () => returnPaths.stop());
       const mailer = mailerFromConfig(config, log, returnPaths);
       stops.push(async () => mailer.close());
-      const worker = await startWorker(settings, { orm, dns, mailer, config, foreground });
+      const worker = await startWorker(settings, { orm, dns, mailer, config });
       stops.push(() => worker.shutdown());
-      localEngines = worker.listener;
-      handoff = worker.handoff;
       checkpoint();
       // startWorker returned once the server saw it poll: only now do the API, /health and the
       // ready line come up, so the first request that needs a worker finds one.
@@ -96,7 +87,7 @@ export async function startService(config: Config, opts: StartOptions, log: Log)
     if (opts.api) {
       const gateway = await TemporalGateway.connect(settings, config);
       stops.push(() => gateway.close());
-      const deps = await buildAppDeps({ config, orm, temporal: gateway, logger, dns, foreground, localEngines, handoff });
+      const deps = await buildAppDeps({ config, orm, temporal: gateway, logger, dns });
       const { app } = createApp(deps);
       const server = await listenApp(app, config.port).catch((err: Error) => {
         throw new StartupError(`The API cannot listen on port ${config.port}: ${err.message}`);

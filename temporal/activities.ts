@@ -1,8 +1,6 @@
 import type { Config } from '../config';
-import type { Foreground } from '../foreground';
 import type { Orm } from '../db/orm';
-import type { DeliveryHandoff } from '../db/messages/delivery-handoff';
-import type { OutboxListener } from '../db/messages/outbox-listener';
+import type { EngineWakeups, OutboxListener } from './wakeups';
 import type { DnsLookup } from '../mail/dns';
 import type { Mailer } from '../mail/transport';
 import { createBulkActivities } from './bulk/activities';
@@ -24,12 +22,10 @@ export interface ActivityDeps {
   dns: DnsLookup;
   mailer: Mailer;
   config: Config;
-  /** The worker's LISTEN connection: wakes the engines when a writer queues work. */
+  /** The worker's LISTEN connection, on which its engines wait for work. */
   listener: OutboxListener;
-  /** Emails the API of this process wrote already claimed, for the delivery engine's rounds here. */
-  handoff: DeliveryHandoff;
-  /** Set when the API shares this process: background work that can wait lets its requests go first (foreground.ts). */
-  foreground?: Foreground;
+  /** Wakes the engines after an activity's commit queued work for them. */
+  wakeups: EngineWakeups;
 }
 
 /**

@@ -4,8 +4,7 @@ import { Client } from '@temporalio/client';
 import { NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import { TemporalSdkLogger } from '../logger';
-import { DeliveryHandoff } from '../db/messages/delivery-handoff';
-import { OutboxListener } from '../db/messages/outbox-listener';
+import { EngineWakeups, OutboxListener } from './wakeups';
 import { type ActivityDeps, createActivities } from './activities';
 import { ensureEngines } from './engines';
 import { type TemporalSettings, taskQueuePollers } from './client';
@@ -26,10 +25,6 @@ export interface WorkerHandle {
   /** Resolves when the worker has stopped (after shutdown() or a fatal error). */
   done: Promise<void>;
   shutdown(): Promise<void>;
-  /** Wakes this worker's engines; the API of the same process wakes them through it after its commits. */
-  listener: OutboxListener;
-  /** Takes emails the API of the same process writes already claimed, for this worker's delivery engines. */
-  handoff: DeliveryHandoff;
 }
 
 /**
@@ -55,20 +50,20 @@ const POLL_CONFIRM_TIMEOUT_MS = 30_000;
  */
 export async function startWorker(
   settings: TemporalSettings,
-  deps: Omit<ActivityDeps, 'listener' | 'handoff'> & { handoff?: DeliveryHandoff },
+  deps: Omit<ActivityDeps, 'listener' | 'wakeups'>,
   options: Partial<Omit<WorkerOptions, 'connection' | 'namespace' | 'activities' | 'identity'>> = {},
 ): Promise<WorkerHandle> {
   const connection = await NativeConnection.connect({ address: settings.address });
   const taskQueue = options.taskQueue ?? settings.taskQueue;
   const listener = new OutboxListener(deps.orm.config.get('clientUrl')!);
-  const handoff = deps.handoff ?? new DeliveryHandoff(deps.config.delivery.leaseSeconds);
+  const wakeups = new EngineWakeups(deps.orm, (err) => Runtime.instance().logger.warn(`could not wake the outbox engines (they look within a second anyway): ${String(err)}`));
   const worker = await Worker.create({
     connection,
     namespace: settings.namespace,
     // The SDK's default (pid@host) repeats across container restarts: the poller a previous
     // process left in the server's list must not pass for this one's.
     identity: `${process.pid}@${os.hostname()}/${randomUUID().slice(0, 8)}`,
-    activities: createActivities({ ...deps, listener, handoff }),
+    activities: createActivities({ ...deps, listener, wakeups }),
     ...WORKER_TUNING,
     ...(options.workflowBundle ? {} : { workflowsPath: require.resolve('./workflows') }),
     // Tests pass the pre-built bundle; benches also tune the worker.
@@ -82,8 +77,6 @@ export async function startWorker(
   const handle: WorkerHandle = {
     worker,
     done,
-    listener,
-    handoff,
     async shutdown() {
       if (worker.getState() === 'RUNNING') worker.shutdown();
       await done;

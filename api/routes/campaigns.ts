@@ -5,7 +5,6 @@ import {
   duplicateCampaign,
   getCampaign,
   listCampaigns,
-  queueTestEmail,
 } from '../../db/campaigns/campaigns';
 import type { AppDeps } from '../context';
 import type { RouteRegistry } from '../routing';
@@ -22,7 +21,7 @@ import {
   testSendResponse,
 } from '../schemas/campaigns';
 import { TEMPORAL_UNAVAILABLE_TEXT } from '../use-cases/call-temporal';
-import { cancelCampaign, draftCampaign, editCampaign, sendCampaign } from '../use-cases/campaigns';
+import { cancelCampaign, draftCampaign, editCampaign, sendCampaign, sendCampaignTest } from '../use-cases/campaigns';
 
 /** Campaigns; what their workflow takes part in is in use-cases/campaigns.ts. */
 export function registerCampaignRoutes(api: RouteRegistry, deps: AppDeps): void {
@@ -158,16 +157,7 @@ when every recipient has been handled. Follow it with \`GET /campaigns/{id}\` or
     body: testCampaignBody,
     response: testSendResponse,
     status: 202,
-    handler: ({ scope, project, params, body }) =>
-      scope.em.transactional(async (tx) => {
-        const emailId = await queueTestEmail(tx, project.id, params.id, body.email, {
-          publicUrl: deps.config.publicUrl,
-          linkSecret: deps.linkSecret,
-          senders: deps.config,
-          queue: deps.config.temporal.taskQueue,
-        });
-        return { emailId, email: body.email.toLowerCase(), status: 'QUEUED' as const };
-      }),
+    handler: ({ scope, project, params, body }) => sendCampaignTest(deps, scope.em, project.id, params.id, body.email),
   });
 
   api.add({

@@ -6,6 +6,7 @@ import {
   createCampaign,
   markCampaignCancelled,
   markCampaignForSending,
+  queueTestEmail,
   replaceCampaign,
 } from '../../db/campaigns/campaigns';
 import { requireVerifiedSender } from '../../db/domains/domains';
@@ -60,4 +61,20 @@ export function cancelCampaign(deps: Deps, em: EntityManager, projectId: string,
     await callTemporal(() => cancelCampaignWorkflow(deps.temporal, campaign.id));
     return campaign;
   });
+}
+
+/** POST /campaigns/:id/test: the copy is written QUEUED, and the delivery engine woken once it is committed. */
+export async function sendCampaignTest(
+  deps: Pick<AppDeps, 'config' | 'linkSecret' | 'wakeups'>,
+  em: EntityManager,
+  projectId: string,
+  campaignId: string,
+  email: string,
+): Promise<{ emailId: string; email: string; status: 'QUEUED' }> {
+  const queue = deps.config.temporal.taskQueue;
+  const emailId = await em.transactional((tx) =>
+    queueTestEmail(tx, projectId, campaignId, email, { publicUrl: deps.config.publicUrl, linkSecret: deps.linkSecret, senders: deps.config, queue }),
+  );
+  deps.wakeups.emails(queue);
+  return { emailId, email: email.toLowerCase(), status: 'QUEUED' };
 }

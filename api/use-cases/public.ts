@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { type TrackedEvent, trackEvent } from '../../db/events/track';
-import { type QueuedEmail, queueSend } from '../../db/messages/send';
+import { type QueuedEmail, queueSend, SendBatches } from '../../db/messages/send';
 import { idempotent, type StoredResponse } from '../../db/projects/idempotency';
 import { outboxNotice } from '../../mail/outbox';
 import type { AppDeps, RequestScope } from '../context';
@@ -8,17 +8,17 @@ import type { trackBody } from '../schemas/events';
 import { MESSAGE_MAX_BYTES, type sendBody } from '../schemas/send';
 
 /**
- * The public API's writes call no workflow: each writes outbox rows in one transaction, or in one
- * statement (a 200 means they are committed), then wakes the engine that takes them, which also
- * looks on its own.
+ * The public API's writes call no workflow: each writes its rows (emails, or events with their
+ * trigger outbox rows) in one transaction or one statement, so a 200 means they are committed,
+ * then wakes the engine that takes them, which also looks on its own.
  */
 type Replayable = StoredResponse & { replayed: boolean };
 
 /**
- * POST /v1/send: one email row per recipient; after the commit the emails go to the delivery engine
- * of this process in memory (DeliveryHandoff), or the engine is woken to claim them (neither when the
- * answer was replayed). Without an Idempotency-Key, one recipient goes the way without a
- * transaction, in statements shared with concurrent requests (SendBatches), when it can.
+ * POST /v1/send: one QUEUED email row per recipient (db/messages/send.ts, one write path), then the
+ * delivery engine is woken (not when the answer was replayed). The common request (one recipient,
+ * no Idempotency-Key) shares its statements with concurrent requests; any other runs in a
+ * transaction, the key's when it has one.
  */
 export async function sendTransactional(
   deps: Pick<AppDeps, 'config' | 'linkSecret' | 'wakeups' | 'sending'>,
@@ -40,19 +40,11 @@ export async function sendTransactional(
     return { status: 200, body: { success: true, data: { emails, timestamp: new Date().toISOString(), ...outbox } } };
   };
   // The request's entity manager is forked only on the paths that use it (RequestScope.em).
-  const one = idempotencyKey === undefined ? await deps.sending.send(scope, ctx, body) : {};
-  if ('emails' in one) {
-    if (one.wake) deps.wakeups.emails(ctx.queue);
-    return { ...answer(one.emails), replayed: false };
-  }
-  const handover = deps.sending.handover(ctx.queue);
-  const result = await idempotent(scope.em, projectId, 'send', idempotencyKey, body, async (tx) =>
-    answer(await queueSend(tx, ctx, body, one.planned, handover)),
-  ).catch((err: unknown) => {
-    handover.cancel();
-    throw err;
-  });
-  if (!result.replayed && (await deps.sending.deliverCommitted(handover))) deps.wakeups.emails(ctx.queue);
+  const result =
+    idempotencyKey === undefined && SendBatches.takes(body)
+      ? { ...answer(await deps.sending.send(scope, ctx, body)), replayed: false }
+      : await idempotent(scope.em, projectId, 'send', idempotencyKey, body, async (tx) => answer(await queueSend(tx, ctx, body)));
+  if (!result.replayed) deps.wakeups.emails(ctx.queue);
   return result;
 }
 

@@ -1,5 +1,4 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { notifyQueued } from '../messages/delivery-queue';
 import { recordRelayBounces, type RelayRefusal } from '../messages/engagement';
 import { audienceSql, type CampaignRow, type CampaignStatus, type CampaignType } from './campaigns';
 import type { ContactDto } from '../contacts/contacts';
@@ -247,9 +246,10 @@ export async function markCampaignEmailsFailed(
 }
 
 /**
- * Campaign emails the relay refused for now (a 4xx reply): handed to the delivery engine of
- * `queue` (db/messages/delivery-queue.ts), due again in a few seconds, and saying why meanwhile. The
- * engine's SENT mark settles the recipient and counts the send as the batch's would have.
+ * Campaign emails the relay refused for now (a 4xx reply): given to the delivery engine of `queue`
+ * (db/messages/delivery-queue.ts), leased for a few seconds so it takes them as it takes expired
+ * leases, and saying why meanwhile. The engine's SENT mark settles the recipient and counts the
+ * send as the batch's would have.
  */
 export async function deferCampaignEmails(em: EntityManager, queue: string, deferred: { emailId: string; error: string }[]): Promise<void> {
   if (deferred.length === 0) return;
@@ -261,7 +261,6 @@ export async function deferCampaignEmails(em: EntityManager, queue: string, defe
      where e.id = f.email_id and e.status in ('QUEUED','SENDING')`,
     [queue, deferred.map((f) => f.emailId), deferred.map((f) => f.error.slice(0, 1000))],
   );
-  await notifyQueued(em, queue);
 }
 
 /**

@@ -6,18 +6,9 @@ import { query, queryOne } from '../sql';
 
 /**
  * The delivery engine's queue is the `emails` table itself (docs/delivery.md): a row with a `queue`
- * and status QUEUED or SENDING whose lease is free is due. The request paths wake the engines after
- * their commit (db/messages/engine-wakeups.ts, which says why); the rarer writers that queue mail
- * inside a longer transaction (journey emails written QUEUED, campaign emails deferred to the
- * engine, campaign test copies) call notifyQueued in it, and PostgreSQL delivers the notification
- * at commit, so an engine wakes for rows it can already see.
+ * and status QUEUED, or SENDING with its lease run out, is due. Writers wake the engines after
+ * their commit (temporal/wakeups.ts); an engine also looks on its own about once a second.
  */
-export const OUTBOX_CHANNEL = 'tidings_outbox';
-
-/** Wakes the engines of `queue` once the caller's transaction commits. */
-export async function notifyQueued(em: EntityManager, queue: string): Promise<void> {
-  await query(em, 'select pg_notify(?, ?)', [OUTBOX_CHANNEL, `emails:${queue}`]);
-}
 
 /** Emails queued before the engine existed (marked `*` by the migration) join this engine's queue. */
 export async function adoptUnassignedEmails(em: EntityManager, queue: string): Promise<number> {
@@ -117,10 +108,15 @@ function fairClaimCtes(queue: string, limit: number): ClaimCtes {
                where e.queue = ? and e.status = 'QUEUED' and (e.lease_until is null or e.lease_until < now()) and e.project_id > w.project_id
                order by e.project_id limit 1)
        from waiting w where w.project_id is not null
+     ), clocks as (
+       -- Locked: a concurrent claim (another engine, another worker) reads a clock only once this one has moved it.
+       select t.project_id, t.rate_per_second, t.next_at from send_throttles t
+       where t.rate_per_second is not null and t.project_id in (select project_id from waiting where project_id is not null)
+       for update
      ), lanes as (
        select w.project_id, t.rate_per_second as rate, greatest(t.next_at, clock_timestamp()) as free_at,
               ceil(?::float8 / count(*) over ())::int as share
-       from waiting w left join send_throttles t on t.project_id = w.project_id and t.rate_per_second is not null
+       from waiting w left join clocks t on t.project_id = w.project_id
        where w.project_id is not null
      ), shares as (
        select project_id, rate, free_at,
@@ -227,7 +223,7 @@ export function sentMarkStatement(marks: SentMark[]): { sql: string; params: unk
  * that workflow may wait between attempts plus a margin, and says why it is not out yet. Should
  * that workflow never start, the lease runs out and an engine claims the email again.
  */
-export async function handOffForRetry(
+export async function leaseForRetry(
   em: EntityManager,
   emailId: string,
   error: string,

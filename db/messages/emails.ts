@@ -156,7 +156,7 @@ export async function markEmailSent(em: EntityManager, id: string, smtpResponse:
 export async function markEmailFailed(em: EntityManager, id: string, error: string, relayResponse: string | null = null): Promise<void> {
   await query(
     em,
-    `update emails set status = 'FAILED', error = ?, smtp_response = coalesce(?, smtp_response), updated_at = now()
+    `update emails set status = 'FAILED', error = ?, smtp_response = coalesce(?, smtp_response), lease_until = null, lease_owner = null, updated_at = now()
      where id = ? and status in ('QUEUED','SENDING')`,
     [error, relayResponse, id],
   );

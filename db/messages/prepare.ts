@@ -1,12 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { allowance, OVER_LIMIT_ERROR, refuseOverLimit, requireAllowance } from '../billing/allowance';
-import type { ContactDto } from '../contacts/contacts';
-import { notifyQueued } from './delivery-queue';
+import { type ContactDto, type ContactUpsert, contactUpsertCtes } from '../contacts/contacts';
 import { acceptedSenderDomain, type DomainStatus, senderDomain, type SenderPolicy } from '../domains/domains';
 import { type BodyFormat, type CompiledContent, compileContent, type MarketingContext, marketingContext, renderForContact } from './content';
 import { recordEventsCtes } from '../record-events';
-import { type DeliveryRow, dkimOf, type EmailForDelivery, type EmailSource, type EmailStatus } from './emails';
+import type { EmailSource, EmailStatus } from './emails';
 import { query, queryOne } from '../sql';
 
 /**
@@ -16,15 +15,14 @@ import { query, queryOne } from '../sql';
  *   planEmails    once per send: the sender's verified domain, the compiled subject and body,
  *                 the marketing context (footer, unsubscribe headers), tracking on or off;
  *   prepareEmail  once per recipient: the id, then the contact's rendering with it;
- *   writeEmails   once per transaction: the billing cap, the only INSERT INTO emails, and the
- *                 delivery engine's wake-up (writeEmailsWithContacts: the same INSERT in the
- *                 statement that upserts the recipients, for /v1/send to one uncapped recipient).
+ *   writeEmails   once per transaction: the billing cap and the only INSERT INTO emails
+ *                 (writeEmailsWithContacts: the same INSERT in the statement that upserts the
+ *                 recipients, for /v1/send). The writer wakes the delivery engine after its
+ *                 commit (temporal/wakeups.ts).
  *
  * Suppression and a disabled project are checked where the email goes out (the delivery engine
  * and the campaign batch read them with the row), so an email written before either changed is
- * still held back. An email written claimed for the engine of the writer's own process
- * (db/messages/delivery-handoff.ts) is not read again: its INSERT reads the suppression, and a
- * disabled project's write was refused.
+ * still held back.
  */
 
 export interface PlanInput {
@@ -69,8 +67,6 @@ export interface EmailPlan {
   attachmentSetId: string | null;
   queue: string | null;
   links: Links;
-  /** The sender domain's DKIM key, for an email handed to the engine in memory (db/messages/delivery-handoff.ts). */
-  dkim: EmailForDelivery['dkim'];
 }
 
 export interface Links {
@@ -78,11 +74,10 @@ export interface Links {
   linkSecret: string;
 }
 
-/** What a plan reads about its sender: the domain's row and DKIM key, and whether the project caps the source. */
+/** What a plan reads about its sender: the domain's row, and whether the project caps the source. */
 export interface SenderFacts {
   domain: { id: string; status: DomainStatus } | undefined;
   capped: boolean;
-  dkim: EmailForDelivery['dkim'];
 }
 
 /**
@@ -117,7 +112,6 @@ export async function planEmails(
     attachmentSetId: input.attachmentSetId ?? null,
     queue: input.queue,
     links: ctx.links,
-    dkim: facts.dkim,
   };
 }
 
@@ -127,12 +121,12 @@ export async function planEmails(
  * `select …, ${SENDER_FACTS.columns} from r ${SENDER_FACTS.join}`, each row read with senderFactsOf.
  */
 export const SENDER_FACTS = {
-  columns: `d.id as domain_id, d.status as domain_status, d.domain as dkim_domain, d.dkim_selector, d.dkim_private_key,
+  columns: `d.id as domain_id, d.status as domain_status,
     exists (select 1 from billing_limits b where b.project_id = r.project_id and b.category = r.source) as capped`,
   join: 'left join domains d on d.project_id = r.project_id and d.domain = r.domain',
 };
 
-export interface SenderFactsRow extends Pick<DeliveryRow, 'dkim_domain' | 'dkim_selector' | 'dkim_private_key'> {
+export interface SenderFactsRow {
   domain_id: string | null;
   domain_status: DomainStatus | null;
   capped: boolean;
@@ -141,7 +135,6 @@ export interface SenderFactsRow extends Pick<DeliveryRow, 'dkim_domain' | 'dkim_
 export const senderFactsOf = (row: SenderFactsRow): SenderFacts => ({
   domain: row.domain_id ? { id: row.domain_id, status: row.domain_status! } : undefined,
   capped: row.capped,
-  dkim: dkimOf(row),
 });
 
 // One round trip for both facts.
@@ -165,11 +158,6 @@ export interface PreparedEmail {
   headers: Record<string, string>;
   /** Writes the email at most once per key (a journey step, a campaign recipient): a retry finds the first one. */
   sourceKey: string | null;
-  /**
-   * Written SENDING (attempt 1), leased to the delivery engine for this long, instead of QUEUED:
-   * the caller hands it to its own process's engine (db/messages/delivery-handoff.ts).
-   */
-  leaseSeconds?: number;
 }
 
 /**
@@ -210,8 +198,6 @@ export interface WrittenEmail {
   created: boolean;
   /** Refused by the monthly cap (FAILED with OVER_LIMIT_ERROR, never delivered). */
   overLimit: boolean;
-  /** Written claimed (PreparedEmail.leaseSeconds) for a recipient on the suppression list, as the engine's claim would read it. */
-  suppressed: boolean;
   toEmail: string;
   subject: string;
   body: string;
@@ -226,17 +212,15 @@ export interface WrittenEmail {
 export type OverLimit = 'refuse' | 'fail';
 
 /**
- * Writes the emails in the caller's transaction (the cap's lock lasts until its commit) and, with
- * `wake: 'at-commit'`, wakes the delivery engines of their queues at commit. A hot path passes
- * `'caller'` and wakes them after its commit instead (db/messages/engine-wakeups.ts says why). Returns every
- * email's row in input order. A row under the same source key that another transaction is writing
+ * Writes the emails in the caller's transaction (the cap's lock lasts until its commit); the
+ * caller wakes the delivery engine of their queue after the commit. Returns every email's row in
+ * input order. A row under the same source key that another transaction is writing
  * right now is not visible yet: that is an error to retry, not a row to write twice.
  */
 export async function writeEmails(
   em: EntityManager,
   emails: PreparedEmail[],
   overLimit: OverLimit,
-  wake: 'at-commit' | 'caller' = 'at-commit',
 ): Promise<WrittenEmail[]> {
   if (emails.length === 0) return [];
   const projectId = emails[0]!.plan.projectId;
@@ -261,7 +245,6 @@ export async function writeEmails(
       status: row.status,
       created: row.created,
       overLimit: row.error === OVER_LIMIT_ERROR,
-      suppressed: row.suppressed,
       toEmail: row.to_email ?? e.toEmail,
       subject: row.subject ?? e.subject,
       body: row.body ?? e.body,
@@ -272,8 +255,6 @@ export async function writeEmails(
   const over = written.filter((w) => w.created).slice(remaining);
   await refuseOverLimit(em, over.map((w) => w.id));
   for (const w of over) Object.assign(w, { status: 'FAILED', overLimit: true });
-
-  if (wake === 'at-commit') for (const queue of new Set(emails.map((e) => e.plan.queue))) if (queue) await notifyQueued(em, queue);
   return written;
 }
 
@@ -283,7 +264,6 @@ interface InsertedRow {
   status: EmailStatus;
   error: string | null;
   created: boolean;
-  suppressed: boolean;
   to_email: string | null;
   subject: string | null;
   body: string | null;
@@ -313,7 +293,6 @@ function inputRows(emails: PreparedEmail[]): string {
       attachment_set_id: e.plan.attachmentSetId,
       source_key: e.sourceKey,
       queue: e.plan.queue,
-      lease_seconds: e.leaseSeconds ?? null,
     })),
   );
 }
@@ -321,56 +300,36 @@ function inputRows(emails: PreparedEmail[]): string {
 const EMAIL_INPUT = `input as (
        select * from jsonb_to_recordset(?::jsonb) as r(id uuid, project_id text, contact_id text, domain_id text,
          template_id text, campaign_id text, source text, marketing boolean, to_email text, to_name text, from_email text,
-         from_name text, reply_to text, subject text, body text, headers jsonb, attachment_set_id uuid, source_key text, queue text, lease_seconds integer)
+         from_name text, reply_to text, subject text, body text, headers jsonb, attachment_set_id uuid, source_key text, queue text)
      )`;
 
-/**
- * The INSERT INTO emails of `input`, rows of `input` that pass `where` only. A row with a lease is
- * written as the engine's claim leaves one (claimDueEmails): last_attempt_at = created_at tells it.
- */
+/** The INSERT INTO emails of `input`, rows of `input` that pass `where` only, each QUEUED. */
 const insertEmails = (where = '') => `insert into emails (id, project_id, contact_id, domain_id, template_id, campaign_id, source, marketing, to_email, to_name,
-         from_email, from_name, reply_to, subject, body, headers, attachment_set_id, source_key, queue,
-         status, attempts, last_attempt_at, lease_until, lease_owner)
+         from_email, from_name, reply_to, subject, body, headers, attachment_set_id, source_key, queue, status)
        select id, project_id, contact_id, domain_id, template_id, campaign_id, source, marketing, to_email, to_name,
-         from_email, from_name, reply_to, subject, body, headers, attachment_set_id, source_key, queue,
-         case when lease_seconds is null then 'QUEUED' else 'SENDING' end, case when lease_seconds is null then 0 else 1 end,
-         case when lease_seconds is not null then now() end, now() + make_interval(secs => lease_seconds),
-         case when lease_seconds is not null then 'engine' end
+         from_email, from_name, reply_to, subject, body, headers, attachment_set_id, source_key, queue, 'QUEUED'
        from input ${where}
        on conflict (project_id, source_key) where source_key is not null do nothing`;
 
 /**
- * Over a new row `ins` (id, status, project_id, to_email): whether a row written claimed goes to a
- * suppressed address, which the engine's claim reads with the row (DELIVERY_COLUMNS) and a
- * handed-off email is not claimed.
+ * writeEmails for emails whose contacts the same statement upserts (db/contacts/contacts.ts
+ * contactUpsertCtes, one email each, distinct contacts): one statement, atomic without a
+ * transaction, recording the subscription changes the upsert made. An email is written only if the
+ * upsert left its contact with the id it was rendered for (another request may have created the
+ * address first): whether each was written comes back, in order. The caller checks a capped plan's
+ * allowance first, in the same transaction (db/messages/send.ts).
  */
-const SUPPRESSED_IF_CLAIMED = `(ins.status = 'SENDING' and exists (select 1 from suppressions s where s.project_id = ins.project_id and s.email = lower(ins.to_email)))`;
-
-/**
- * writeEmails for emails whose contacts the same statement upserts (`contacts`: the CTEs of
- * db/contacts/contacts.ts contactUpsertCtes, and any after them): one statement, atomic without
- * a transaction, with the subscription changes the upsert made (`changes`). An email is written only if the upsert left its contact with the id it was
- * rendered for (another request may have created the address first); the ids of those written
- * come back (with WrittenEmail.suppressed), and of the others nothing was written. No cap check
- * and no wake-up: a plan that checks the cap goes through writeEmails in a transaction, and the
- * caller wakes the engine.
- */
-export async function writeEmailsWithContacts(
-  em: EntityManager,
-  contacts: { sql: string; params: unknown[]; changes?: string },
-  emails: PreparedEmail[],
-): Promise<Map<string, { suppressed: boolean }>> {
-  if (emails.some((e) => e.plan.checkCap)) throw new Error('writeEmailsWithContacts: a capped plan is written by writeEmails, in a transaction');
-  const rows = await query<{ id: string; suppressed: boolean }>(
+export async function writeEmailsWithContacts(em: EntityManager, contacts: ContactUpsert[], emails: PreparedEmail[]): Promise<boolean[]> {
+  const upsert = contactUpsertCtes(contacts, { recordChanges: true });
+  const rows = await query<{ id: string }>(
     em,
-    `${contacts.sql}, ${contacts.changes ? `${recordEventsCtes(contacts.changes)}, ` : ''}${EMAIL_INPUT}, ins as (
-       ${insertEmails('where exists (select 1 from up where up.id = input.contact_id)')}
-       returning id, status, project_id, to_email
-     )
-     select id, ${SUPPRESSED_IF_CLAIMED} as suppressed from ins`,
-    [...contacts.params, inputRows(emails)],
+    `${upsert.sql}, ${recordEventsCtes(upsert.changes!)}, ${EMAIL_INPUT}
+     ${insertEmails('where exists (select 1 from up where up.id = input.contact_id)')}
+     returning id`,
+    [...upsert.params, inputRows(emails)],
   );
-  return new Map(rows.map((r) => [r.id, { suppressed: r.suppressed }]));
+  const written = new Set(rows.map((r) => r.id));
+  return emails.map((e) => written.has(e.id));
 }
 
 /** New rows come back with only their id; rows found under a source key come back whole. */
@@ -382,9 +341,9 @@ function insertRows(em: EntityManager, emails: PreparedEmail[]): Promise<Inserte
 export function insertRowsStatement(keyed: boolean): string {
   return `with ${EMAIL_INPUT}, ins as (
        ${insertEmails()}
-       returning id, source_key, status, project_id, to_email
+       returning id, source_key, status
      )
-     select id, source_key, status, null as error, true as created, ${SUPPRESSED_IF_CLAIMED} as suppressed,
+     select id, source_key, status, null as error, true as created,
        null as to_email, null as subject, null as body, null::jsonb as headers
      from ins
      ${
@@ -392,7 +351,7 @@ export function insertRowsStatement(keyed: boolean): string {
          ? // One lookup per input row on emails_source_key: as a join, on statistics older than a
            // campaign's rows, the planner read the whole table for every batch (11 ms at 20,000).
            `union all
-     select e.id, e.source_key, e.status, e.error, false, false, e.to_email, e.subject, e.body, e.headers
+     select e.id, e.source_key, e.status, e.error, false, e.to_email, e.subject, e.body, e.headers
      from input i cross join lateral (
        select * from emails e where e.project_id = i.project_id and e.source_key = i.source_key and e.source_key is not null limit 1
      ) e`

@@ -81,12 +81,6 @@ export async function releaseSendSlots(em: EntityManager, projectId: string, n: 
   );
 }
 
-/** The projects with a rate of their own: the engine writes their emails QUEUED, not handed off (db/messages/delivery-handoff.ts). */
-export async function throttledProjects(em: EntityManager): Promise<Set<string>> {
-  const rows = await query<{ project_id: string }>(em, 'select project_id from send_throttles where rate_per_second is not null');
-  return new Set(rows.map((r) => r.project_id));
-}
-
 /**
  * One slot for a single email (a retry) of a project with its own rate, if its clock has one free
  * now: 0, the slot is taken (or the project has no rate of its own); otherwise the milliseconds

@@ -2,14 +2,12 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError, validationError } from '../../errors';
 import type { AttachmentFile } from '../../mail/compose';
 import { Coalescer } from '../coalescer';
-import { CONTACT_COLUMNS, type ContactDto, type ContactRow, type ContactUpsert, contactUpsertCtes, normalizeEmail, toContactDto, upsertContact } from '../contacts/contacts';
+import { CONTACT_COLUMNS, type ContactDto, type ContactRow, type ContactUpsert, normalizeEmail, toContactDto } from '../contacts/contacts';
 import { planDataPatch } from '../contacts/data';
 import { inContactRounds } from '../contacts/rounds';
 import type { JsonValue } from '../entities/contact';
 import type { BodyFormat } from './content';
 import { senderDomain, type SenderPolicy } from '../domains/domains';
-import { type DeliveryHandoff, Handover } from './delivery-handoff';
-import { releaseClaims } from './delivery-queue';
 import { createAttachmentSet, type EmailSource } from './emails';
 import {
   type EmailPlan,
@@ -20,12 +18,13 @@ import {
   type SenderFacts,
   senderFactsOf,
   type SenderFactsRow,
-  writeEmails,
   writeEmailsWithContacts,
 } from './prepare';
+import { requireAllowance } from '../billing/allowance';
+
 import { newId } from '../ids';
 import type { Orm } from '../orm';
-import { query } from '../sql';
+import { query, transaction } from '../sql';
 import { getTemplate, type TemplateDto } from '../templates/templates';
 
 type Mailbox = string | { name?: string; email: string };
@@ -89,11 +88,11 @@ async function senderOf(em: EntityManager, ctx: SendContext, req: SendRequest): 
 }
 
 /**
- * The refusals that come before any write: no sender, the sender's domain, the template, the size.
- * `facts`: the sender's, when the caller read them (SendBatches).
+ * The refusals that come before any write: the sender's domain, the template, the size. `facts`:
+ * the sender's, read with the recipients' contacts.
  */
-async function planSend(em: EntityManager, ctx: SendContext, req: SendRequest, sender?: Sender, facts?: SenderFacts): Promise<SendPlan> {
-  const { template, from } = sender ?? (await senderOf(em, ctx, req));
+async function planSend(em: EntityManager, ctx: SendContext, req: SendRequest, sender: Sender, facts: SenderFacts): Promise<SendPlan> {
+  const { template, from } = sender;
   const body = req.body ?? template?.body;
   const attachments = req.attachments ?? [];
   const plan = await planEmails(
@@ -126,31 +125,8 @@ async function planSend(em: EntityManager, ctx: SendContext, req: SendRequest, s
 
 const recipientData = (req: SendRequest, recipient: { name?: string }) => (recipient.name ? { ...req.data, name: recipient.name } : req.data);
 
-/**
- * Everything /v1/send writes, in the caller's transaction: each recipient upserted and rendered on
- * its own, one after another, and one QUEUED email row each. Delivery is the engine's job
- * (db/messages/delivery-queue.ts): the committed rows are its work, so the 200 survives any crash; the
- * caller wakes it after the commit (deps.wakeups). Over the project's monthly transactional cap the
- * whole request is refused (402) and rolls back. With a `handover` (SendBatches.handover), the emails
- * it has room for are written claimed instead, for the caller to hand over after its commit.
- */
-export async function queueSend(em: EntityManager, ctx: SendContext, req: SendRequest, planned?: SendPlan, handover?: Handover): Promise<QueuedEmail[]> {
-  const { plan, recipients, attachments } = planned ?? (await planSend(em, ctx, req));
-  if (attachments.length) plan.attachmentSetId = await createAttachmentSet(em, ctx.projectId, attachments);
-  const prepared: PreparedEmail[] = [];
-  for (const recipient of recipients) {
-    const up = await upsertContact(em, ctx.projectId, { email: recipient.email, subscribed: req.subscribed, data: recipientData(req, recipient) }, {
-      subscribedWhenNew: false,
-    });
-    prepared.push(prepareEmail(plan, up.contact, { extra: up.transient, toName: recipient.name ?? null }));
-  }
-  // Last, so the monthly cap's lock is held only for the insert and the caller's commit. The
-  // caller wakes the delivery engine (or hands the emails over) once it has committed.
-  for (const p of prepared) handover?.reserve(p);
-  const written = await writeEmails(em, prepared, 'refuse', 'caller');
-  prepared.forEach((p, i) => handover?.wrote(p, written[i]!.suppressed));
-  return prepared.map((p, i) => ({ contact: { id: p.contactId!, email: p.toEmail }, email: written[i]!.id }));
-}
+/** Tries a write that lost its contacts to concurrent creators this many times before it gives up. */
+const WRITE_ATTEMPTS = 3;
 
 interface FactsItem {
   projectId: string;
@@ -170,110 +146,140 @@ interface WriteItem {
 }
 
 /**
- * The common /v1/send (one recipient, no attachments, no monthly cap on transactional mail)
- * without a transaction, and with concurrent requests in shared statements (db/coalescer.ts):
- * one reads every request's sender facts and contact, and after each request has rendered its
- * email with the contact as the upsert will leave it, one upserts the contacts, records
- * subscription changes and writes the emails (with the API key's lookup, three round trips per
- * request, each shared). An email is written only if the upsert kept the contact id it was rendered
- * for (the address was created meanwhile); when it was not, or this path does not apply, `send`
- * answers without emails and the caller runs queueSend in a transaction, which repeats the upsert
- * harmlessly.
+ * How a send reaches the database: the same two steps (read the sender and the contacts, then
+ * write contacts and emails in one statement) either in statements shared with concurrent
+ * requests (SendBatches) or in the caller's transaction (inTransaction).
+ */
+interface SendIo {
+  /** For the template and an attachment set. */
+  em: EntityManager;
+  read(items: FactsItem[]): Promise<Facts[]>;
+  /** Whether each email was written; `capped`: the project caps transactional mail, checked with the write. */
+  write(items: WriteItem[], capped: boolean): Promise<boolean[]>;
+}
+
+/**
+ * POST /v1/send's one write path: the sender and template are checked, each recipient's contact is
+ * read and the email rendered with the contact as the upsert will leave it, then one statement
+ * upserts the contacts, records their subscription changes and inserts one QUEUED email each
+ * (db/messages/prepare.ts writeEmailsWithContacts). An email whose address another request created
+ * between the read and the write was rendered for the wrong contact and is not written: those
+ * recipients are read and rendered again. The caller wakes the delivery engine after the commit
+ * (temporal/wakeups.ts).
+ */
+async function writeSend(io: SendIo, ctx: SendContext, req: SendRequest): Promise<QueuedEmail[]> {
+  const sender = await senderOf(io.em, ctx, req);
+  const recipients = (Array.isArray(req.to) ? req.to : [req.to]).map(mailbox);
+  const domain = senderDomain(sender.from.email);
+  const read = (indexes: number[]) => io.read(indexes.map((i) => ({ projectId: ctx.projectId, domain, email: normalizeEmail(recipients[i]!.email) })));
+  let pending = recipients.map((_, i) => i);
+  let facts = await read(pending);
+  const { plan, attachments } = await planSend(io.em, ctx, req, sender, facts[0]!.sender);
+  if (attachments.length) plan.attachmentSetId = await createAttachmentSet(io.em, ctx.projectId, attachments);
+  const queued: QueuedEmail[] = new Array(recipients.length);
+  for (let attempt = 1; pending.length > 0; attempt++) {
+    if (attempt > WRITE_ATTEMPTS) throw new AppError(409, 'CONFLICT', 'The recipients were being changed by other requests; try again');
+    const items = pending.map((i, k) => writeItem(ctx, req, plan, recipients[i]!, facts[k]!.contact));
+    const written = await io.write(items, plan.checkCap);
+    pending.forEach((i, k) => {
+      if (written[k]) queued[i] = { contact: { id: items[k]!.contact.newId!, email: items[k]!.email.toEmail }, email: items[k]!.email.id };
+    });
+    pending = pending.filter((_, k) => !written[k]);
+    if (pending.length > 0) facts = await read(pending);
+  }
+  return queued;
+}
+
+/** One recipient's contact upsert, and its email rendered with the contact as the upsert will leave it. */
+function writeItem(ctx: SendContext, req: SendRequest, plan: EmailPlan, recipient: { email: string; name?: string }, existing: ContactDto | undefined): WriteItem {
+  const email = normalizeEmail(recipient.email);
+  const upsert: ContactUpsert = {
+    projectId: ctx.projectId,
+    email,
+    subscribed: req.subscribed,
+    data: recipientData(req, recipient),
+    subscribedWhenNew: false,
+    newId: existing?.id ?? newId('cnt'),
+  };
+  const patch = planDataPatch(upsert.data);
+  const data: Record<string, JsonValue> = { ...existing?.data, ...patch.set };
+  for (const key of patch.remove) delete data[key];
+  const now = new Date().toISOString();
+  const contact: ContactDto = {
+    id: upsert.newId!,
+    email,
+    subscribed: req.subscribed ?? existing?.subscribed ?? false,
+    data,
+    createdAt: existing?.createdAt ?? now,
+    updatedAt: now,
+  };
+  return { contact: upsert, email: prepareEmail(plan, contact, { extra: patch.transient, toName: recipient.name ?? null }) };
+}
+
+/**
+ * A send in the caller's transaction: with an Idempotency-Key (its transaction), and whatever
+ * must be all or nothing (several recipients, attachments). Over the project's monthly
+ * transactional cap the whole request is refused (402) and rolls back.
+ */
+export function queueSend(tx: EntityManager, ctx: SendContext, req: SendRequest): Promise<QueuedEmail[]> {
+  return writeSend(inTransaction(tx), ctx, req);
+}
+
+function inTransaction(tx: EntityManager): SendIo {
+  return {
+    em: tx,
+    read: (items) => readFacts(tx, items),
+    write: async (items, capped) => {
+      if (capped) await requireAllowance(tx, items[0]!.email.plan.projectId, 'transactional', items.length);
+      const results = await inContactRounds(items, (i) => i.contact, (round) => writeEmailsWithContacts(tx, round.map((i) => i.contact), round.map((i) => i.email)));
+      const failed = results.find((r) => r instanceof Error);
+      if (failed) throw failed;
+      return results as boolean[];
+    },
+  };
+}
+
+/**
+ * The common /v1/send (one recipient, no attachments, no Idempotency-Key) without a transaction of
+ * its own: concurrent requests share each step's statement (db/coalescer.ts), so with the API
+ * key's lookup a request costs three shared round trips. A project that caps transactional mail
+ * writes in a transaction of its own, where the cap's lock is held.
  */
 export class SendBatches {
   /** One manager for every batch: raw statements only take a pooled connection through it. */
   private readonly em: EntityManager;
   private readonly reads: Coalescer<FactsItem, Facts>;
-  /** Per item: whether its email was written, and if so what the write found (WrittenEmail.suppressed). */
-  private readonly writes: Coalescer<WriteItem, { suppressed: boolean } | undefined>;
+  private readonly writes: Coalescer<WriteItem, boolean>;
 
-  /** `handoff`: the delivery engine of this process (API and worker in one), which takes the emails written here already claimed. */
-  constructor(
-    orm: Orm,
-    private readonly handoff?: DeliveryHandoff,
-  ) {
+  constructor(orm: Orm) {
     const em = (this.em = orm.em.fork());
     this.reads = new Coalescer((items) => readFacts(em, items), { maxBatch: 64, maxInFlight: 2 });
     this.writes = new Coalescer(
-      (items) => inContactRounds(items, (i) => i.contact, (round) => writeRound(em, round)),
+      (items) => inContactRounds(items, (i) => i.contact, (round) => writeEmailsWithContacts(em, round.map((i) => i.contact), round.map((i) => i.email))),
       { maxBatch: 64, maxInFlight: 4 },
     );
   }
 
-  /**
-   * `scope.em` (a request's own manager, forked when first read) is read only for a template: without
-   * one nothing here reads through a manager but the shared statements, and forking one was 1.1 % of
-   * the API's CPU samples under /v1/send load.
-   *
-   * `wake`: whether the caller must wake an engine (the email did not go to this process's engine
-   * in memory, DeliveryHandoff).
-   */
-  async send(
-    scope: { readonly em: EntityManager },
-    ctx: SendContext,
-    req: SendRequest,
-  ): Promise<{ emails: QueuedEmail[]; wake: boolean } | { planned?: SendPlan }> {
-    if (Array.isArray(req.to) && req.to.length !== 1) return {};
-    if (req.attachments?.length) return {};
-    const em = req.template ? scope.em : this.em;
-    const recipient = mailbox(Array.isArray(req.to) ? req.to[0]! : req.to);
-    const sender = await senderOf(em, ctx, req);
-    const email = normalizeEmail(recipient.email);
-    const facts = await this.reads.run({ projectId: ctx.projectId, domain: senderDomain(sender.from.email), email });
-    const planned = await planSend(em, ctx, req, sender, facts.sender);
-    if (planned.plan.checkCap) return { planned };
-    const existing = facts.contact;
-    const upsert: ContactUpsert = {
-      projectId: ctx.projectId,
-      email,
-      subscribed: req.subscribed,
-      data: recipientData(req, recipient),
-      subscribedWhenNew: false,
-      newId: existing?.id ?? newId('cnt'),
-    };
-    const patch = planDataPatch(upsert.data);
-    const data: Record<string, JsonValue> = { ...existing?.data, ...patch.set };
-    for (const key of patch.remove) delete data[key];
-    const contact: ContactDto = {
-      id: upsert.newId!,
-      email,
-      subscribed: req.subscribed ?? existing?.subscribed ?? false,
-      data,
-      createdAt: existing?.createdAt ?? new Date().toISOString(),
-      updatedAt: new Date().toISOString(),
-    };
-    const prepared = prepareEmail(planned.plan, contact, { extra: patch.transient, toName: recipient.name ?? null });
-    const handover = this.handover(ctx.queue);
-    handover.reserve(prepared);
-    let written: { suppressed: boolean } | undefined;
-    try {
-      written = await this.writes.run({ contact: upsert, email: prepared });
-    } catch (err) {
-      handover.cancel();
-      throw err;
-    }
-    if (!written) {
-      handover.cancel();
-      return { planned };
-    }
-    handover.wrote(prepared, written.suppressed);
-    return { emails: [{ contact: { id: contact.id, email }, email: prepared.id }], wake: await this.deliverCommitted(handover) };
-  }
-
-  /** For the emails of one write (queueSend), to the delivery engine of this process if it has room. */
-  handover(queue: string): Handover {
-    return new Handover(this.handoff, queue);
+  /** Whether `req` goes this way; any other goes through queueSend in a transaction. */
+  static takes(req: SendRequest): boolean {
+    return (!Array.isArray(req.to) || req.to.length === 1) && !req.attachments?.length;
   }
 
   /**
-   * After the write's commit: its emails written claimed go to the engine. Returns whether the caller
-   * must wake an engine: for emails written QUEUED, and for those no round took any more, whose
-   * claims go back first. Should that fail, their lease runs out and an engine claims them then.
+   * `scope.em` (a request's own manager, forked when first read) is read only for a template:
+   * forking one per request was 1.1 % of the API's CPU samples under /v1/send load.
    */
-  async deliverCommitted(handover: Handover): Promise<boolean> {
-    const { givenBack, wake } = handover.deliver();
-    if (givenBack.length) await releaseClaims(this.em, givenBack).catch(() => undefined);
-    return wake;
+  send(scope: { readonly em: EntityManager }, ctx: SendContext, req: SendRequest): Promise<QueuedEmail[]> {
+    return writeSend(
+      {
+        em: req.template ? scope.em : this.em,
+        read: (items) => Promise.all(items.map((item) => this.reads.run(item))),
+        write: (items, capped) =>
+          capped ? transaction(this.em, (tx) => inTransaction(tx).write(items, true)) : Promise.all(items.map((item) => this.writes.run(item))),
+      },
+      ctx,
+      req,
+    );
   }
 }
 
@@ -293,9 +299,4 @@ async function readFacts(em: EntityManager, items: FactsItem[]): Promise<Facts[]
     facts[row.ord] = { sender: senderFactsOf(row), contact: row.id ? toContactDto(row as ContactRow) : undefined };
   }
   return facts;
-}
-
-async function writeRound(em: EntityManager, items: WriteItem[]): Promise<({ suppressed: boolean } | undefined)[]> {
-  const written = await writeEmailsWithContacts(em, contactUpsertCtes(items.map((i) => i.contact), { recordChanges: true }), items.map((i) => i.email));
-  return items.map((i) => written.get(i.email.id));
 }

@@ -1,3 +1,7 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { Coalescer } from '../../db/coalescer';
+import { markEmailsSent, type SentMark } from '../../db/messages/delivery-queue';
+
 /**
  * Writes SENT marks as soon as the relay accepts: one statement for whatever accumulated while the
  * previous write ran, so under load the marks batch themselves and when idle each goes at once.
@@ -65,5 +69,30 @@ export class SentMarks<M> {
       else break;
     }
     if (this.failure) throw this.failure;
+  }
+}
+
+/**
+ * The SENT marks of every round in one worker process (one per engine it runs), in shared
+ * statements (db/coalescer.ts): a statement's fixed cost (the round trip, the commit's WAL flush)
+ * was most of its cost when each round wrote a handful. One is in flight at a time; what arrives
+ * meanwhile goes in the next. A failed statement fails every round's marks in it, and each round
+ * writes them again (SentMarks).
+ */
+export class MarkStatements {
+  private readonly marks: Coalescer<SentMark[], undefined>;
+
+  constructor(em: EntityManager) {
+    this.marks = new Coalescer(
+      async (batches) => {
+        await markEmailsSent(em, batches.flat());
+        return batches.map(() => undefined);
+      },
+      { maxBatch: 64, maxInFlight: 1 },
+    );
+  }
+
+  async write(marks: SentMark[]): Promise<void> {
+    if (marks.length) await this.marks.run(marks);
   }
 }

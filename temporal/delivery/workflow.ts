@@ -11,7 +11,7 @@ import {
   startChild,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { DeliveryEngineActivities, RetryHandoff } from './activities';
+import type { DeliveryEngineActivities, EmailToRetry } from './activities';
 import { workflowIds } from '../ids';
 import { ProjectIdKey } from '../search-attributes';
 import { sendEmails } from './send-emails-workflow';
@@ -24,7 +24,7 @@ export interface DeliveryEngineInput {
   index: number;
   /** Each round (one activity) takes new emails for this long. */
   roundSeconds: number;
-  /** Longest wait between attempts of a handed-off email, and between probes of an unreachable relay. */
+  /** Longest wait between attempts of an email in its retry workflow, and between probes of an unreachable relay. */
   maxRetryIntervalSeconds: number;
   /** The breaker was open when the previous run continued as new: this one goes on probing. */
   relayDown?: RelayDown;
@@ -118,7 +118,7 @@ function probeDelayMs(failedProbes: number, maxSeconds: number): number {
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
-async function startRetry(email: RetryHandoff, maxRetryIntervalSeconds: number): Promise<void> {
+async function startRetry(email: EmailToRetry, maxRetryIntervalSeconds: number): Promise<void> {
   try {
     await startChild(sendEmails, {
       workflowId: workflowIds.sendEmails(email.emailId),
@@ -129,7 +129,7 @@ async function startRetry(email: RetryHandoff, maxRetryIntervalSeconds: number):
       staticSummary: `retry email ${email.emailId}`,
     });
   } catch (err) {
-    // Handed off again while its retry workflow still runs: that one carries on.
+    // Passed on again while its retry workflow still runs: that one carries on.
     if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
   }
 }

@@ -5,8 +5,6 @@ import { getContact, updateContact } from '../../db/contacts/contacts';
 import type { JsonValue } from '../../db/entities/contact';
 import { finishExecution, recordStepFinished, recordStepStarted, recordStepTransition, type StepSuccessor, stepTransition } from '../../db/journeys/executions';
 import type { Orm } from '../../db/orm';
-import { type DeliveryHandoff, Handover } from '../../db/messages/delivery-handoff';
-import { notifyQueued, releaseClaims } from '../../db/messages/delivery-queue';
 import { planEmails, prepareEmail, writeEmails } from '../../db/messages/prepare';
 import { linkSigningSecret } from '../../db/projects/secrets';
 import { transaction } from '../../db/sql';
@@ -14,8 +12,9 @@ import { getTemplate } from '../../db/templates/templates';
 import type { StepConfigs } from '../../db/journeys/steps';
 import { permanent } from '../failures';
 import { sendEmailOutput } from './steps/types';
+import type { EngineWakeups } from '../wakeups';
 
-export function createJourneyActivities({ orm, config, handoff }: { orm: Orm; config: Config; handoff?: DeliveryHandoff }) {
+export function createJourneyActivities({ orm, config, wakeups }: { orm: Orm; config: Config; wakeups: EngineWakeups }) {
   let linkSecret: Promise<string> | undefined;
   const secret = () => (linkSecret ??= linkSigningSecret(orm.em.fork(), config.jwtSecret));
 
@@ -32,11 +31,6 @@ export function createJourneyActivities({ orm, config, handoff }: { orm: Orm; co
      * step completes as skipped: nothing is delivered, and nothing retries. With `successor`, the
      * step's end and what follows are recorded too, in the email's transaction; a retry after the
      * commit finds the row and the transition already there and changes nothing.
-     *
-     * When a round of that engine is taking work in this process, the email is written claimed and
-     * handed to it in memory, as /v1/send's are (db/messages/delivery-handoff.ts): no claim of the
-     * row from the table, no NOTIFY. Not under a monthly cap: a row the cap turns FAILED must not
-     * read as attempted.
      */
     async queueJourneyEmail(input: {
       executionId: string;
@@ -96,28 +90,15 @@ export function createJourneyActivities({ orm, config, handoff }: { orm: Orm; co
         toEmail: input.recipient.type === 'CUSTOM' ? input.recipient.customEmail : contact.email,
         sourceKey: `journey:${input.executionId}:${input.seq}`,
       });
-      const handover = new Handover(handoff, config.temporal.taskQueue);
-      if (!plan.checkCap) handover.reserve(email);
       // Over the cap the row is written FAILED; an earlier attempt's row keeps its answer.
       const queued = await transaction(em, async (tx) => {
-        const [written] = await writeEmails(tx, [email], 'fail', email.leaseSeconds ? 'caller' : 'at-commit');
-        // A retry's email was not written: the row found is the first attempt's, already on its way.
-        if (written!.created) handover.wrote(email, written!.suppressed);
+        const [written] = await writeEmails(tx, [email], 'fail');
         const queued = written!.overLimit ? { skipped: OVER_LIMIT_ERROR } : { emailId: written!.id };
         const transition = transitionAfter(queued);
         if (transition) await stepTransition(tx, transition);
         return queued;
-      }).catch((err: unknown) => {
-        handover.cancel();
-        throw err;
       });
-      // A claim no round took any more goes back for any engine. Should that fail, its lease runs
-      // out and an engine claims it then; the step is done either way.
-      const { givenBack } = handover.deliver();
-      if (givenBack.length) {
-        await releaseClaims(em, givenBack).catch(() => undefined);
-        await notifyQueued(em, config.temporal.taskQueue).catch(() => undefined);
-      }
+      if (queued.emailId) wakeups.emails(config.temporal.taskQueue);
       return queued;
     },
 

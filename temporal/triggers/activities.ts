@@ -1,8 +1,7 @@
 import { Context } from '@temporalio/activity';
 import type { Config } from '../../config';
-import type { Foreground } from '../../foreground';
 import type { Orm } from '../../db/orm';
-import type { OutboxListener } from '../../db/messages/outbox-listener';
+import { type OutboxListener, triggersKey } from '../wakeups';
 import { claimTriggers, deleteTriggers, type TriggerRow } from '../../db/events/trigger-outbox';
 import { TemporalGateway } from '../client';
 import { deliverTrackedEvent, journeyLookups } from './dispatch';
@@ -22,10 +21,7 @@ const PARALLEL_CONTACTS = 8;
 const IDLE_WAIT_MS = 1000;
 /** A dispatcher that dies holds its rows this long; then they are claimed again. */
 const LEASE_SECONDS = 30;
-/** The longest a start waits for the API of the same process to go quiet: journeys start late, never stall. */
-const FOREGROUND_MAX_WAIT_MS = 2000;
-
-export function createTriggerDispatcherActivities({ orm, config, listener, foreground }: { orm: Orm; config: Config; listener: OutboxListener; foreground?: Foreground }) {
+export function createTriggerDispatcherActivities({ orm, config, listener }: { orm: Orm; config: Config; listener: OutboxListener }) {
   return {
     /**
      * One round of the trigger dispatcher of a task queue: claims tracked events from the outbox
@@ -33,14 +29,14 @@ export function createTriggerDispatcherActivities({ orm, config, listener, foreg
      * starts the journeys it triggers (temporal/triggers/dispatch.ts deliverTrackedEvent), many contacts at
      * once and each contact's events in order; a row is deleted once all of that succeeded.
      * A row that failed (Temporal unreachable) stays and is tried again when its lease runs out.
-     * Idle, it sleeps until the API's NOTIFY.
+     * Idle, it sleeps until a writer's wake-up (temporal/wakeups.ts).
      */
     async dispatchTriggers(input: DispatchRoundInput): Promise<{ dispatched: number; failed: number }> {
       const ctx = Context.current();
       const em = orm.em.fork();
       // Journeys start on this worker's own queue: eagerly (the first workflow task comes back with the start).
       const temporal = new TemporalGateway(ctx.client, ctx.info.taskQueue, config, true);
-      const key = `triggers:${input.queue}`;
+      const key = triggersKey(input.queue);
       const deadline = Date.now() + input.maxSeconds * 1000;
       let dispatched = 0;
       let failed = 0;
@@ -62,8 +58,6 @@ export function createTriggerDispatcherActivities({ orm, config, listener, foreg
             for (let events = contacts.shift(); events; events = contacts.shift()) {
               for (const row of events) {
                 try {
-                  // A journey may start a moment later; the requests of a burst are answered first.
-                  await foreground?.quiet(FOREGROUND_MAX_WAIT_MS, ctx.cancellationSignal);
                   await deliverTrackedEvent(deps, row, row.signalExecutions, row);
                   done.push(row.id);
                 } catch (err) {

@@ -43,7 +43,6 @@ afterAll(async () => {
 
 const newEmail = (tag: string) => `${tag}-${randomUUID().slice(0, 8)}@auth.test`;
 const newIp = () => `10.${randomInt(256)}.${randomInt(256)}.${randomInt(1, 255)}`;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function signup(body: object, ip = newIp()) {
   return env.http().post('/auth/signup').set('X-Forwarded-For', ip).send(body);
@@ -115,11 +114,13 @@ function expectError(res: Response, status: number, code: string): void {
   expect(res.body.error.suggestion).toEqual(expect.any(String));
 }
 
-/** The login windows are `date_trunc('minute', now())`: start only when enough of the minute remains. */
+/**
+ * The login windows are `date_trunc('minute', now())` on the database clock, which the API reads
+ * itself: start only when enough of the database's minute remains.
+ */
 async function freshWindow(needSeconds = 15): Promise<void> {
-  const row = await queryOne<{ s: string }>(env.orm.em.fork(), 'select extract(second from now()) as s');
-  const second = Number(row!.s);
-  if (60 - second < needSeconds) await sleep((60 - second) * 1000 + 250);
+  const left = async () => 60 - Number((await queryOne<{ s: string }>(env.orm.em.fork(), 'select extract(second from now()) as s'))!.s);
+  await waitUntil(async () => (await left()) >= needSeconds, { timeoutMs: 30_000, intervalMs: 250, what: `${needSeconds} s left in the minute` });
 }
 
 describe('signup', () => {

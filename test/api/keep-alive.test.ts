@@ -38,6 +38,7 @@ const get = (path: string) =>
 test('a keep-alive connection idle for longer than Node’s default 5 s is still open for the next request', async () => {
   expect(server.keepAliveTimeout).toBe(KEEP_ALIVE_TIMEOUT_MS);
   expect((await get('/health')).reused).toBe(false);
+  // The behaviour under test is the server's idle timeout on a real socket: the pause has to outlast Node's 5 s.
   await new Promise((resolve) => setTimeout(resolve, 6_000));
   const again = await get('/health');
   expect(again.status).toBe(200);

@@ -9,13 +9,11 @@ import { loadConfig } from '../../config';
 import { createLogger } from '../../logger';
 import { createOrm, type Orm } from '../../db/orm';
 import { createProject, type ProjectWithKeys } from '../../db/projects/projects';
-import { DeliveryHandoff } from '../../db/messages/delivery-handoff';
 import { createDnsLookup } from '../../mail/dns';
 import { loadBounceAddresses, startReturnPaths } from '../../db/domains/return-paths';
 import { mailerFromConfig } from '../../mail/mailer';
 import { TemporalGateway } from '../../temporal/client';
 import { startWorker, type WorkerHandle } from '../../temporal/worker';
-import { Foreground } from '../../foreground';
 
 export interface TestEnv {
   deps: AppDeps;
@@ -54,11 +52,7 @@ export async function startTestEnv(env: Record<string, string> = {}): Promise<Te
   // Emails go from their bounce addresses once their domain's return-path records check out, as in cli/start.ts.
   const returnPaths = await startReturnPaths(orm, await loadBounceAddresses(orm, config), config, () => {});
   const mailer = mailerFromConfig(config, undefined, returnPaths);
-  // API and worker share this process, as `tidings start` runs them: the API's requests go first.
-  const foreground = new Foreground();
-  // And the API hands /v1/send's emails to the delivery engine of the workers started here.
-  const handoff = new DeliveryHandoff(config.delivery.leaseSeconds);
-  const deps: AppDeps = await buildAppDeps({ config, orm, temporal, logger: createLogger(config), dns, foreground, handoff });
+  const deps: AppDeps = await buildAppDeps({ config, orm, temporal, logger: createLogger(config), dns });
   const { app } = createApp(deps);
   const workers: WorkerHandle[] = [];
   return {
@@ -72,7 +66,7 @@ export async function startTestEnv(env: Record<string, string> = {}): Promise<Te
     async startWorker() {
       const handle = await startWorker(
         { address: config.temporal.address!, namespace: config.temporal.namespace, taskQueue },
-        { orm, dns, mailer, config, foreground, handoff },
+        { orm, dns, mailer, config },
         { workflowBundle: { codePath: process.env.TEST_WORKFLOW_BUNDLE! } },
       );
       workers.push(handle);

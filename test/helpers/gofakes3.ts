@@ -3,6 +3,7 @@ import { accessSync, constants as fsConstants } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort } from '../../cli/temporal-server';
+import { waitUntil } from './wait';
 
 /**
  * A real S3-protocol server (gofakes3, in-memory backend) on 127.0.0.1, for the object-storage
@@ -66,15 +67,16 @@ export async function startGofakes3(bucket = 'tidings-test', timeoutMs = 15_000)
     });
   });
 
-  const deadline = Date.now() + timeoutMs;
   // Ready once the bucket answers; before that the port refuses connections.
-  while (!(await bucketAnswers(endpoint, bucket))) {
-    if (exited || Date.now() > deadline) {
-      await stop(child, exit);
-      throw new Error(`gofakes3 did not answer on ${endpoint} within ${timeoutMs} ms (exited: ${exited}):\n${output}`);
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  const ready = async () => {
+    if (await bucketAnswers(endpoint, bucket)) return true;
+    if (exited) throw new Error('exited');
+    return false;
+  };
+  await waitUntil(ready, timeoutMs).catch(async () => {
+    await stop(child, exit);
+    throw new Error(`gofakes3 did not answer on ${endpoint} within ${timeoutMs} ms (exited: ${exited}):\n${output}`);
+  });
   return { endpoint, bucket, stop: () => stop(child, exit) };
 }
 

@@ -1,4 +1,5 @@
 import type { ProjectWithKeys } from '../../db/projects/projects';
+import { queryOne } from '../../db/sql';
 import { bearer, type TestEnv } from './env';
 import { waitUntil } from './sending';
 
@@ -100,4 +101,17 @@ export async function track(env: TestEnv, project: ProjectWithKeys, email: strin
   const res = await env.http().post('/v1/track').set(bearer(project.secretKey)).send({ email, event, ...(data ? { data } : {}) });
   if (res.status !== 200) throw new Error(`track: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body.data as { contact: string; event: string; timestamp: string };
+}
+
+/**
+ * Resolves once the trigger dispatcher is done with the event (an id from track()): its
+ * trigger_outbox row, written with the event when a journey listened, is deleted only after every
+ * start and signal it asked for succeeded. From then on what the event did to journeys is
+ * decided, so an execution it did not start will not appear later.
+ */
+export async function eventDispatched(env: TestEnv, eventId: string, timeoutMs = 20_000): Promise<void> {
+  await waitUntil(
+    async () => !(await queryOne(env.orm.em.fork(), 'select 1 as queued from trigger_outbox where event_id = ?', [eventId])),
+    { timeoutMs, what: `the dispatch of event ${eventId}` },
+  );
 }

@@ -1,10 +1,14 @@
 import type { ProjectWithKeys } from '../../db/projects/projects';
+import { queryOne } from '../../db/sql';
 import { startDnsServer, type DnsServer } from './dns';
 import { bearer, startTestEnv, type TestEnv } from './env';
 import { startSmtpSink, type SmtpSink } from './smtp';
+import { waitUntil } from './wait';
+
+export { waitUntil };
 
 /**
- * What the tests that send mail share: a polling helper, and an environment that can deliver, i.e.
+ * What the tests that send mail share: the polling helper (wait.ts), and an environment that can deliver, i.e.
  * the API and a worker (startTestEnv) whose resolver asks a test DNS server and whose mailer hands
  * mail to an SMTP sink, with short domain-check and send-retry periods.
  *
@@ -17,17 +21,6 @@ import { startSmtpSink, type SmtpSink } from './smtp';
  *   });
  *   afterAll(() => sending.close());
  */
-
-/** Calls `fn` every 100 ms until it returns something truthy, and returns that; throws after `timeoutMs`. */
-export async function waitUntil<T>(fn: () => Promise<T | undefined | false>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error('condition not reached in time');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 /** A domain as the API returns it (POST /domains, GET /domains/project/:id, GET /domains/:id/verify). */
 export type RecordState = 'ok' | 'missing' | 'mismatch' | 'unreachable';
@@ -120,4 +113,16 @@ export async function startSendingEnv(extraEnv: Record<string, string> = {}): Pr
       await dns.close();
     },
   };
+}
+
+/**
+ * Resolves once no email that `where` selects (a condition on `emails`, `?` for `params`) waits
+ * for delivery any more (QUEUED or SENDING): none is attempted again, and each one marked SENT was
+ * accepted by the relay before the mark, so what the SMTP sink holds of them is all it will get.
+ */
+export async function deliveriesSettled(env: TestEnv, where: string, params: unknown[], timeoutMs = 30_000): Promise<void> {
+  const pending = async () =>
+    (await queryOne<{ n: number }>(env.orm.em.fork(), `select count(*)::int as n from emails where (${where}) and status in ('QUEUED','SENDING')`, params))!.n;
+  let left = 0;
+  await waitUntil(async () => (left = await pending()) === 0, { timeoutMs, what: () => `no email waiting for delivery (${left} still do)` });
 }

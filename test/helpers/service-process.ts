@@ -3,6 +3,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from '../../cli/temporal-server';
+import { waitUntil } from './wait';
 
 /**
  * The real service as a child process (`tidings start` from source) with nothing configured: no
@@ -126,13 +127,24 @@ export function startService(dataDir: string, ports: Ports, opts: ServiceOptions
 }
 
 /** Resolves once the service printed `text` on stderr (its start-up log); rejects if it exits first or after `timeoutMs`. */
-export async function waitForStderr(s: Service, text: string, timeoutMs = HEALTH_TIMEOUT_MS): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!s.stderr().includes(text)) {
-    if (s.hasExited()) throw new Error(`the service exited before printing "${text}":\n${s.stderr()}`);
-    if (Date.now() > deadline) throw new Error(`no "${text}" within ${timeoutMs / 1000}s\nstderr:\n${s.stderr()}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+export function waitForStderr(s: Service, text: string, timeoutMs = HEALTH_TIMEOUT_MS): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const done = (err?: Error) => {
+      clearTimeout(timer);
+      s.child.stderr!.off('data', look);
+      s.child.off('exit', exited);
+      if (err) reject(err);
+      else resolve();
+    };
+    // Called after startService's own listener has added the chunk to s.stderr().
+    const look = () => void (s.stderr().includes(text) && done());
+    const exited = () => done(new Error(`the service exited before printing "${text}":\n${s.stderr()}`));
+    const timer = setTimeout(() => done(new Error(`no "${text}" within ${timeoutMs / 1000}s\nstderr:\n${s.stderr()}`)), timeoutMs);
+    s.child.stderr!.on('data', look);
+    s.child.once('exit', exited);
+    if (s.stderr().includes(text)) done();
+    else if (s.hasExited()) exited();
+  });
 }
 
 /** SIGKILL to the service's process group (the crash under test); resolves once the service process is gone. */
@@ -149,21 +161,23 @@ export async function killService(s: Service): Promise<void> {
 export const api = (s: Service, p: string) => `http://127.0.0.1:${s.ports.api}${p}`;
 
 export async function waitForHealthy(s: Service): Promise<void> {
-  const deadline = Date.now() + HEALTH_TIMEOUT_MS;
   let last = 'no answer yet';
-  while (Date.now() < deadline) {
+  const healthy = async () => {
     if (s.hasExited()) throw new Error(`the service exited during start-up:\n${s.stderr()}`);
     try {
       const res = await fetch(api(s, '/health'), { signal: AbortSignal.timeout(5_000) });
       const body = (await res.json()) as { database?: { status: string }; temporal?: { status: string } };
-      if (res.status === 200 && body.database?.status === 'ok' && body.temporal?.status === 'ok') return;
+      if (res.status === 200 && body.database?.status === 'ok' && body.temporal?.status === 'ok') return true;
       last = `${res.status} ${JSON.stringify(body)}`;
     } catch (err) {
       last = (err as Error).message;
     }
-    await new Promise((r) => setTimeout(r, 500));
-  }
-  throw new Error(`not healthy after ${HEALTH_TIMEOUT_MS / 1000}s (last: ${last})\nstderr:\n${s.stderr()}`);
+    return false;
+  };
+  await waitUntil(healthy, { timeoutMs: HEALTH_TIMEOUT_MS, intervalMs: 500 }).catch((err: unknown) => {
+    if (s.hasExited()) throw err;
+    throw new Error(`not healthy after ${HEALTH_TIMEOUT_MS / 1000}s (last: ${last})\nstderr:\n${s.stderr()}`);
+  });
 }
 
 /** Stops the service and expects a clean exit, showing what it printed when it did not exit cleanly. */

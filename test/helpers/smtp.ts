@@ -1,5 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { SMTPServer, type SMTPServerOptions } from 'smtp-server';
+import { waitUntil } from './wait';
 
 /**
  * A real SMTP server (npm `smtp-server`) on 127.0.0.1 that accepts any mail and keeps it, for
@@ -225,14 +226,19 @@ export async function startSmtpSink(opts: SmtpSinkOptions = {}): Promise<SmtpSin
     async restart() {
       if (server) return;
       // The port was ours a moment ago; retry briefly in case the kernel is slow to release it.
-      for (let attempt = 0; ; attempt++) {
-        try {
-          return await listen();
-        } catch (err) {
-          if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE' || attempt >= 20) throw err;
-          await new Promise((r) => setTimeout(r, 100));
-        }
-      }
+      let inUse: Error | undefined;
+      const listening = () =>
+        listen().then(
+          () => true,
+          (err: NodeJS.ErrnoException) => {
+            inUse = err.code === 'EADDRINUSE' ? err : undefined;
+            if (!inUse) throw err;
+            return false;
+          },
+        );
+      await waitUntil(listening, 2_000).catch((err: Error) => {
+        throw inUse ?? err;
+      });
     },
     close: shutdown,
   };

@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { waitUntil } from './wait';
 
 export interface StripeMock {
   /** `http://127.0.0.1:<port>`, for STRIPE_API_URL. */
@@ -61,18 +62,15 @@ export async function startStripeMock(): Promise<StripeMock> {
     });
   });
   // The address is printed as the listener opens; a first answered request confirms it serves.
-  for (let attempt = 0; ; attempt++) {
-    const ok = await fetch(`${url}/v1/customers`, { headers: { Authorization: 'Bearer sk_test_ready' } }).then(
+  const answers = () =>
+    fetch(`${url}/v1/customers`, { headers: { Authorization: 'Bearer sk_test_ready' } }).then(
       (r) => r.ok,
       () => false,
     );
-    if (ok) break;
-    if (attempt >= 100) {
-      child.kill('SIGKILL');
-      throw new Error(`stripe-mock at ${url} does not answer`);
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await waitUntil(answers, 10_000).catch(() => {
+    child.kill('SIGKILL');
+    throw new Error(`stripe-mock at ${url} does not answer`);
+  });
   return {
     url,
     close: () =>

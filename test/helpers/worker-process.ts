@@ -6,6 +6,7 @@ import { createOrm } from '../../db/orm';
 import { createDnsLookup } from '../../mail/dns';
 import { mailerFromConfig } from '../../mail/mailer';
 import { startWorker } from '../../temporal/worker';
+import { waitUntil } from './wait';
 
 /**
  * A Tidings worker in its own OS process, for tests that kill it (SIGKILL) and start another.
@@ -57,7 +58,7 @@ async function main(): Promise<void> {
     process.stdin.resume();
   }
 
-  while (handle.worker.getState() === 'INITIALIZED') await new Promise((r) => setTimeout(r, 20));
+  await waitUntil(() => handle.worker.getState() !== 'INITIALIZED', { timeoutMs: 60_000, intervalMs: 20, what: 'the worker leaving INITIALIZED' });
   if (handle.worker.getState() !== 'RUNNING') throw new Error(`worker state ${handle.worker.getState()}`);
   process.stdout.write(`${READY_LINE}\n`);
   await handle.done;
@@ -133,17 +134,16 @@ export async function spawnWorkerProcess(env: Record<string, string>, timeoutMs 
     }
   };
   /** Waits until no process of the group is left (the worker node process may outlive tsx briefly). */
-  const groupGone = async (timeout: number) => {
-    const deadline = Date.now() + timeout;
-    for (;;) {
+  const groupGone = (timeout: number) => {
+    const noneLeft = () => {
       try {
         process.kill(-pid, 0);
+        return false;
       } catch {
         return true;
       }
-      if (Date.now() > deadline) return false;
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    };
+    return waitUntil(noneLeft, { timeoutMs: timeout, intervalMs: 50 }).catch(() => false);
   };
 
   const handle: WorkerProcess = {

@@ -4,7 +4,7 @@ import { query } from '../../db/sql';
 import { type DnsServer, startDnsServer } from '../helpers/dns';
 import { bearer, startTestEnv, type TestEnv } from '../helpers/env';
 import { buildJourney, type BuiltJourney, getExecution, listExecutions, track } from '../helpers/journeys';
-import { type Domain, waitUntil } from '../helpers/sending';
+import { deliveriesSettled, type Domain, waitUntil } from '../helpers/sending';
 import { type SmtpMessage, type SmtpSink, startSmtpSink } from '../helpers/smtp';
 import { childWorkerEnv, spawnWorkerProcess, type WorkerProcess } from '../helpers/worker-process';
 
@@ -125,7 +125,8 @@ async function expectFinished(wf: BuiltJourney, status: string, stepTypes: strin
 async function expectMail(contacts: { email: string; contact: string }[], perContact: number, subjects: string[]) {
   const mine = () => smtp.messages.filter((m) => contacts.some((c) => m.envelope.to.includes(c.email)));
   await waitUntil(async () => mine().length >= contacts.length * perContact, 15_000);
-  await new Promise((r) => setTimeout(r, 500)); // a duplicate would arrive now
+  // None of their emails is attempted any more: a duplicate would be at the sink already.
+  await deliveriesSettled(env, 'project_id = ? and to_email = any(?)', [project.id, contacts.map((c) => c.email)]);
   const messages = mine();
   expect(messages).toHaveLength(contacts.length * perContact);
   const ids = messages.map(messageId);
@@ -280,7 +281,15 @@ test('SIGKILL while executions wait in a DELAY and while SEND_EMAILs are in flig
   ).toEqual([]);
 
   smtp.clearFailures();
-  await new Promise((r) => setTimeout(r, 500));
+  // Every email's next attempt comes due, with the relay accepting again: a worker would take it now.
+  await waitUntil(async () => {
+    const raws = await Promise.all(sendEmails.map((e) => describeRaw('', `send:${e.id}`)));
+    const now = Date.now();
+    return raws.every((raw) => {
+      const next = (raw.pendingActivities?.[0] as PendingActivity | undefined)?.nextAttemptScheduleTime;
+      return !next || Number(next.seconds) * 1000 + Math.floor((next.nanos ?? 0) / 1e6) <= now;
+    });
+  }, 5_000);
   // Nothing moved without a worker.
   expect(await listExecutions(env, project, delayWf.id, 'WAITING')).toHaveLength(CONTACTS);
   expect(

@@ -1,8 +1,8 @@
 import { simpleParser } from 'mailparser';
 import type { ProjectWithKeys } from '../../db/projects/projects';
 import { bearer, type TestEnv } from '../helpers/env';
-import { buildJourney, getExecution, listExecutions, track, waitForExecution } from '../helpers/journeys';
-import { type SendingEnv, startSendingEnv, waitUntil } from '../helpers/sending';
+import { buildJourney, eventDispatched, getExecution, listExecutions, track, waitForExecution } from '../helpers/journeys';
+import { deliveriesSettled, type SendingEnv, startSendingEnv, waitUntil } from '../helpers/sending';
 import type { SmtpSink } from '../helpers/smtp';
 
 // One journey minute lasts 60 ms here; a WAIT_FOR_EVENT timeout of 60 s lasts 1 s.
@@ -87,8 +87,8 @@ test('signup → wait for activated (timeout) → condition → email: the nudge
     ['WAIT_FOR_EVENT', 'event'],
     ['EXIT', null],
   ]);
-  await waitUntil(async () => messagesTo('eager@example.org').length >= 1);
-  await new Promise((r) => setTimeout(r, 300));
+  // The execution has ended and its emails are out: all this contact will ever get is there.
+  await deliveriesSettled(env, 'contact_id = ?', [eager.contact]);
   expect(messagesTo('eager@example.org')).toHaveLength(1);
 });
 
@@ -155,8 +155,8 @@ test('allowReentry false: a contact enters once, ever; true: again once the firs
   const email = 'reentry@example.org';
   const first = await track(env, project, email, 'reentry-once');
   await waitForExecution(env, project, once.id, first.contact, ['EXITED']);
-  await track(env, project, email, 'reentry-once');
-  await new Promise((r) => setTimeout(r, 500));
+  const repeat = await track(env, project, email, 'reentry-once');
+  await eventDispatched(env, repeat.event);
   expect(await listExecutions(env, project, once.id)).toHaveLength(1);
 
   await track(env, project, email, 'reentry-again');
@@ -197,13 +197,15 @@ test('cancel while waiting, and cancel-all; nothing runs after a cancel', async 
   expect(await listExecutions(env, project, wf.id, 'CANCELLED')).toHaveLength(3);
 
   // The awaited event now reaches no one: no email, no step after the wait.
-  await track(env, project, 'cancel-a@example.org', 'never');
-  await new Promise((r) => setTimeout(r, 500));
+  // Its dispatch is over, and the execution is closed in Temporal, where a later step would run.
+  const never = await track(env, project, 'cancel-a@example.org', 'never');
+  await eventDispatched(env, never.event);
+  const described = await env.temporal.client.workflow.getHandle(`journey:${runA.id}`).describe();
+  expect(described.status.name).toBe('CANCELLED');
+  await deliveriesSettled(env, 'contact_id = ?', [a.contact]);
   expect(messagesTo('cancel-a@example.org')).toHaveLength(0);
   const history = await getExecution(env, project, wf.id, runA.id);
   expect(history.steps!.map((s) => [s.stepType, s.status])).toEqual([['WAIT_FOR_EVENT', 'CANCELLED']]);
-  const described = await env.temporal.client.workflow.getHandle(`journey:${runA.id}`).describe();
-  expect(described.status.name).toBe('CANCELLED');
 });
 
 test('a running execution keeps the graph it started with after the workflow is edited', async () => {

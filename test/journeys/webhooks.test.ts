@@ -44,7 +44,7 @@ beforeAll(async () => {
       const path = new URL(req.url!, 'http://x').pathname;
       const status = /^\/status\/(\d{3})$/.exec(path)?.[1];
       if (path === '/slow') {
-        setTimeout(() => res.end('late'), 2_000).unref();
+        // Never answers: only the caller's own timeout ends the call (afterAll closes the connection).
       } else if (status) {
         res.writeHead(Number(status), { 'Content-Type': 'text/plain' }).end(`status ${status} body`);
       } else if (path === '/big') {

@@ -1,13 +1,11 @@
 import { Client } from 'pg';
-import { OUTBOX_CHANNEL } from '../../db/messages/delivery-queue';
-import { EngineWakeups, NOTIFY_SPACING_MS } from '../../db/messages/engine-wakeups';
-import { OutboxListener } from '../../db/messages/outbox-listener';
+import { EngineWakeups, NOTIFY_SPACING_MS, OUTBOX_CHANNEL, OutboxListener } from '../../temporal/wakeups';
 import { startTestEnv, type TestEnv } from '../helpers/env';
 
 /**
- * After a commit the API wakes the outbox engines (db/messages/engine-wakeups.ts): those of its own
- * process in memory, at once; other processes' through NOTIFY, the first at once and then at most
- * one per NOTIFY_SPACING_MS, the last after the last wake-up. A LISTEN connection counts the NOTIFYs.
+ * After a commit a writer wakes the engines (temporal/wakeups.ts) through NOTIFY, the first at once
+ * and then at most one per NOTIFY_SPACING_MS, the last after the last wake-up; every worker's LISTEN
+ * connection (OutboxListener) wakes its waiters. A LISTEN connection of the test counts the NOTIFYs.
  */
 
 let env: TestEnv;
@@ -43,7 +41,8 @@ test('a burst of wake-ups sends a NOTIFY at once, then one per spacing at most, 
   await untilHeard(key, 1);
   expect(heardFor(key)[0]!.at - started).toBeLessThan(1000);
 
-  // 100 wake-ups over at least 200 ms: one per request, as under load.
+  // 100 wake-ups over at least 200 ms: one per request, as under load. The spacing is a time
+  // rule, so this test runs on the clock.
   const burstStart = Date.now();
   let lastWake = 0;
   for (let i = 0; i < 100; i++) {
@@ -61,29 +60,25 @@ test('a burst of wake-ups sends a NOTIFY at once, then one per spacing at most, 
   expect(burst[burst.length - 1]!.at).toBeGreaterThanOrEqual(lastWake);
 });
 
-test("this process's engines are woken at once, without a round trip; others still get the NOTIFY", async () => {
-  const queue = 'wakeups-local';
-  const key = `emails:${queue}`;
+test('a wake-up reaches the engines waiting on its key through the LISTEN connection, and no others', async () => {
+  const queue = 'wakeups-listen';
   const listener = new OutboxListener(env.orm.config.get('clientUrl')!);
   try {
-    const wakeups = new EngineWakeups(env.orm, (err) => { throw err; }, listener);
-    // Its LISTEN connection opened first, so that the wait below has only the wake-up to see.
+    const wakeups = new EngineWakeups(env.orm, (err) => { throw err; });
+    // Its LISTEN connection opened first, so that the NOTIFY below cannot come before it.
     await listener.wait('warm-up', 0, 0);
-    const before = listener.generation(key);
-    const waiting = listener.wait(key, before, 10_000);
+    const emails = listener.generation(`emails:${queue}`);
+    const triggers = listener.generation(`triggers:${queue}`);
+    const waiting = listener.wait(`emails:${queue}`, emails, 30_000);
     wakeups.emails(queue);
-    // In memory: the generation moved before anything reached PostgreSQL.
-    expect(listener.generation(key)).toBe(before + 1);
-    expect(heardFor(key)).toHaveLength(0);
-    // And the waiter woke before the event loop turned once more: no round trip (a clock would
-    // judge this machine's load instead).
-    const first = await Promise.race([waiting.then(() => 'woken'), new Promise((resolve) => setImmediate(() => resolve('a turn later')))]);
-    expect(first).toBe('woken');
-    await untilHeard(key, 1);
-    expect(heardFor(key)).toHaveLength(1);
-    // The trigger dispatcher's key is woken the same way.
+    await waiting;
+    expect(listener.generation(`emails:${queue}`)).toBe(emails + 1);
+    expect(listener.generation(`triggers:${queue}`)).toBe(triggers);
+    // The trigger dispatcher's key the same way.
+    const dispatcher = listener.wait(`triggers:${queue}`, triggers, 30_000);
     wakeups.triggers(queue);
-    expect(listener.generation(`triggers:${queue}`)).toBe(1);
+    await dispatcher;
+    expect(listener.generation(`triggers:${queue}`)).toBe(triggers + 1);
   } finally {
     await listener.close();
   }

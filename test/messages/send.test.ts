@@ -4,14 +4,14 @@ import { dkimVerify } from 'mailauth/lib/dkim/verify';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { planEmails, prepareEmail, writeEmails } from '../../db/messages/prepare';
 import type { ProjectWithKeys } from '../../db/projects/projects';
-import { queryOne } from '../../db/sql';
+import { query, queryOne } from '../../db/sql';
 import { createSmtpMailer } from '../../mail/transport';
 import { createSendActivities } from '../../temporal/delivery/send-emails-activities';
 import { workflowIds } from '../../temporal/ids';
 import { ProjectIdKey } from '../../temporal/search-attributes';
 import type { DnsServer } from '../helpers/dns';
 import { bearer, type TestEnv } from '../helpers/env';
-import { type SendingEnv, startSendingEnv, waitUntil } from '../helpers/sending';
+import { deliveriesSettled, type SendingEnv, startSendingEnv, waitUntil } from '../helpers/sending';
 import type { SmtpSink } from '../helpers/smtp';
 
 let sending: SendingEnv;
@@ -179,9 +179,14 @@ test('with the relay down the API still answers, and mail arrives once it is bac
       .send({ to: 'later@example.org', from: `hello@${DOMAIN}`, subject: 'Later', body: 'Queued' });
     expect(res.status).toBe(200);
     const id = res.body.data.emails[0].email;
-    await new Promise((r) => setTimeout(r, 1500));
+    // An attempt has found the relay down, and said so on the email.
+    const attempted = await waitUntil(async () => {
+      const row = await queryOne<{ status: string; error: string | null }>(env.orm.em.fork(), 'select status, error from emails where id = ?', [id]);
+      return row?.error ? row : undefined;
+    });
+    expect(attempted.error).toMatch(/ECONNREFUSED/);
     expect(smtp.messages).toHaveLength(0);
-    expect(await emailStatus(id)).not.toBe('SENT');
+    expect(attempted.status).not.toBe('SENT');
     await smtp.restart();
     await smtp.waitFor(1);
     await waitUntil(async () => (await emailStatus(id)) === 'SENT');
@@ -253,7 +258,7 @@ test('a failed status update after the relay accepted does not send the message 
     await waitUntil(async () => (await emailStatus(id)) === 'SENT');
     const attempts = await queryOne<{ n: string }>(em, 'select last_value n from sent_attempts');
     expect(Number(attempts!.n)).toBe(2);
-    await new Promise((r) => setTimeout(r, 500));
+    // Sending again would have come before the SENT mark that succeeded, and SENT is final.
     expect(smtp.messages.filter((m) => m.envelope.to.includes('once@example.org'))).toHaveLength(1);
     // The engine wrote the mark again; the email never left the fast path for a retry workflow.
     const row = await queryOne<{ attempts: number }>(em, 'select attempts from emails where id = ?', [id]);
@@ -310,7 +315,9 @@ test('the same Idempotency-Key sends once and replays; another body is a 409', a
     .send({ ...body, subject: 'Different' });
   expect(other.status).toBe(409);
   expect(other.body.error.code).toBe('IDEMPOTENCY_KEY_REUSED');
-  await smtp.waitFor(1);
-  await new Promise((r) => setTimeout(r, 500));
+  // One email was written for the key, and it no longer waits for delivery.
+  const rows = await query<{ status: string }>(env.orm.em.fork(), "select status from emails where project_id = ? and to_email = 'idem@example.org'", [project.id]);
+  expect(rows).toHaveLength(1);
+  await deliveriesSettled(env, "project_id = ? and to_email = 'idem@example.org'", [project.id]);
   expect(smtp.messages.filter((m) => m.envelope.to.includes('idem@example.org'))).toHaveLength(1);
 });

@@ -4,6 +4,7 @@ import { loadConfig } from '../../config';
 import { relayUnreachable, SmtpError } from '../../mail/smtp-errors';
 import { SmtpPool, type SmtpPoolOptions, smtpOptionsFromUrl } from '../../mail/smtp-pool';
 import { dataPayload } from '../../mail/smtp-session';
+import { waitUntil } from '../helpers/wait';
 
 /**
  * mail/smtp-pool.ts against real SMTP servers on loopback (npm smtp-server, which also brings a
@@ -212,7 +213,8 @@ describe('the pool', () => {
     const r = await relay({ socketTimeout: 300 });
     const p = pool(r.url, { maxConnections: 1 });
     await p.send('a@example.com', ['r1@example.org'], message(1));
-    await new Promise((resolve) => setTimeout(resolve, 800)); // the relay times the idle connection out
+    // The relay times the idle connection out (its socketTimeout) and closes it.
+    await waitUntil(() => r.connections.total === 1 && r.connections.open === 0, { timeoutMs: 5_000, intervalMs: 20, what: 'the relay closing the idle connection' });
     await p.send('a@example.com', ['r2@example.org'], message(2));
     expect(r.received).toHaveLength(2);
     expect(r.connections.total).toBe(2);
@@ -271,7 +273,7 @@ describe('pipelining across messages', () => {
     const p = pool(r.url, { maxConnections: 1 });
     // What the sends resolve to is beside the point: this relay answers out of turn.
     const sends = [1, 2].map((i) => p.send('a@example.com', [`r${i}@example.org`], message(i)).catch(() => undefined));
-    for (const until = Date.now() + 2000; !seen.includes('mail 2') && Date.now() < until; ) await new Promise((resolve) => setTimeout(resolve, 20));
+    await waitUntil(() => seen.includes('mail 2'), { timeoutMs: 2_000, intervalMs: 20 }).catch(() => undefined);
     expect(seen.slice(0, 3)).toEqual(['mail 1', 'content 1', 'mail 2']);
     await r.close();
     await Promise.all(sends);

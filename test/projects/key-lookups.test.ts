@@ -49,7 +49,7 @@ describe('Coalescer', () => {
     const c = new Coalescer<number, number>(
       async (items) => {
         most = Math.max(most, ++running);
-        await new Promise((resolve) => setTimeout(resolve, 5));
+        await tick(); // in flight across a turn of the event loop, when the next batches would start
         running--;
         return items;
       },

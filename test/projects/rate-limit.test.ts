@@ -2,6 +2,7 @@ import type { Response } from 'supertest';
 import { loadConfig } from '../../config';
 import { queryOne } from '../../db/sql';
 import { bearer, startTestEnv, type TestEnv } from '../helpers/env';
+import { waitUntil } from '../helpers/wait';
 
 const LIMIT = 5;
 
@@ -18,16 +19,14 @@ afterAll(async () => {
   await Promise.all([a?.close(), b?.close()]);
 });
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 /**
- * The window is `date_trunc('minute', now())` on the database clock. A test that needs all of
- * its requests in one window starts only when at least `needSeconds` remain in the minute.
+ * The window is `date_trunc('minute', now())` on the database clock, which the API reads itself
+ * (no clock of ours reaches it). A test that needs all of its requests in one window starts only
+ * when at least `needSeconds` remain in the database's minute.
  */
 async function freshWindow(needSeconds = 10): Promise<void> {
-  const row = await queryOne<{ s: string }>(a.orm.em.fork(), 'select extract(second from now()) as s');
-  const second = Number(row!.s);
-  if (60 - second < needSeconds) await sleep((60 - second) * 1000 + 250);
+  const left = async () => 60 - Number((await queryOne<{ s: string }>(a.orm.em.fork(), 'select extract(second from now()) as s'))!.s);
+  await waitUntil(async () => (await left()) >= needSeconds, { timeoutMs: 30_000, intervalMs: 250, what: `${needSeconds} s left in the minute` });
 }
 
 function expectRateHeaders(res: Response, remaining: number): void {

@@ -6,7 +6,7 @@ import { ensureSlotIndex, numberKey, prepareFieldSlots, waitForEarlierContactWri
 import { unregisterField } from '../../db/contacts/fields';
 import type { ProjectWithKeys } from '../../db/projects/projects';
 import { createSegment, refreshSegmentCount } from '../../db/segments/segments';
-import { query, queryOne } from '../../db/sql';
+import { query, queryOne, transaction } from '../../db/sql';
 import { bearer, startTestEnv, type TestEnv } from '../helpers/env';
 import { waitUntil } from '../helpers/sending';
 
@@ -166,8 +166,21 @@ test('the back-fill waits for transactions that were writing contacts when the m
     await writer.query('begin');
     await writer.query(`insert into contacts (id, project_id, email, subscribed, data) values ('cnt_slot_writer', $1, 'w@example.com', true, '{}')`, [project.id]);
     await expect(waitForEarlierContactWriters(em(), 300)).rejects.toThrow(/still running/);
-    const waiting = waitForEarlierContactWriters(em(), 10_000);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // On one connection of its own, so that its backend shows what it is doing.
+    let pid: number | undefined;
+    let settled = false;
+    const waiting = transaction(em(), async (tx) => {
+      pid = (await queryOne<{ pid: number }>(tx, 'select pg_backend_pid() as pid'))!.pid;
+      await waitForEarlierContactWriters(tx, 10_000);
+    }).finally(() => (settled = true));
+    // It has found the writer once it polls for that transaction's end.
+    await waitUntil(
+      async () =>
+        pid !== undefined &&
+        (await queryOne(em(), `select 1 as polling from pg_stat_activity where pid = ? and query like '%virtualtransaction = any%'`, [pid])),
+      { timeoutMs: 5_000, what: 'the back-fill polling for the writer' },
+    );
+    expect(settled).toBe(false);
     await writer.query('commit');
     await waiting;
   } finally {

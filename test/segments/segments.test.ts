@@ -1,7 +1,7 @@
 import type { ProjectWithKeys } from '../../db/projects/projects';
 import { query, queryOne } from '../../db/sql';
 import { bearer, startTestEnv, type TestEnv } from '../helpers/env';
-import { buildJourney, listExecutions, track, waitForExecution } from '../helpers/journeys';
+import { buildJourney, eventDispatched, listExecutions, track, waitForExecution } from '../helpers/journeys';
 import { waitUntil } from '../helpers/sending';
 
 /** The Segments API end to end: real database, real Temporal server and worker. */
@@ -40,8 +40,8 @@ async function createSegment(body: Record<string, unknown>): Promise<Segment> {
 
 const emailsOf = (res: { body: { data: { email: string }[] } }) => res.body.data.map((c) => c.email);
 
-async function eventsNamed(name: string): Promise<{ contact_id: string; data: Record<string, unknown> }[]> {
-  return query(em(), 'select contact_id, data from events where project_id = ? and name = ? order by id', [project.id, name]);
+async function eventsNamed(name: string): Promise<{ id: string; contact_id: string; data: Record<string, unknown> }[]> {
+  return query(em(), 'select id, contact_id, data from events where project_id = ? and name = ? order by id', [project.id, name]);
 }
 
 beforeAll(async () => {
@@ -301,8 +301,9 @@ describe('compute: tracked dynamic segments write membership and fire entry/exit
     // The next compute sees bob again: an entry event, which does not start the workflow a second
     // time (allowReentry is false), but is recorded.
     expect((await http().post(`/segments/${seg.id}/compute`).set(auth())).body).toEqual({ added: 1, removed: 0, total: 2 });
-    expect((await eventsNamed('segment.vip-buyers.entry')).length).toBe(3);
-    await new Promise((r) => setTimeout(r, 500));
+    const reentry = await eventsNamed('segment.vip-buyers.entry');
+    expect(reentry.length).toBe(3);
+    await eventDispatched(env, reentry[2]!.id);
     expect((await listExecutions(env, project, wf.id)).length).toBe(2);
   });
 

@@ -3,7 +3,7 @@ import { query } from '../../db/sql';
 import { type DnsServer, startDnsServer } from '../helpers/dns';
 import { bearer, startTestEnv, type TestEnv } from '../helpers/env';
 import { buildJourney, type BuiltJourney, track } from '../helpers/journeys';
-import { type Domain, waitUntil } from '../helpers/sending';
+import { deliveriesSettled, type Domain, waitUntil } from '../helpers/sending';
 import { type SmtpSink, startSmtpSink } from '../helpers/smtp';
 import { type Answer, postJson, splitService, type SplitService } from '../helpers/split-service';
 
@@ -39,7 +39,6 @@ const triggered = (round: string) => `triggered-${round}-${tag}@example.org`;
 const waiting = (round: string) => `waiting-${round}-${tag}@example.org`;
 
 const log = (msg: string) => process.env.TEST_VERBOSE && process.stderr.write(`[api-crash] ${msg}\n`);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const db = () => env.orm.em.fork();
 const auth = () => bearer(project.secretKey);
 
@@ -164,8 +163,11 @@ const settle = () =>
       if (now !== progress) log(`${Date.now() - startedAt} ms: ${(progress = now)}`);
       return done.length >= 2 * ROUNDS.length && smtp.messages.length >= expectedMail;
     }, SETTLE_MS).catch(() => log(`not settled after ${SETTLE_MS} ms`));
-    // Time for a duplicate to show up.
-    await sleep(1_000);
+    // Every tracked event dispatched and no email waiting for delivery: a duplicate would be here by now.
+    await waitUntil(async () => !(await query(db(), 'select 1 from trigger_outbox where project_id = ?', [project.id])).length, 10_000).catch(() =>
+      log('tracked events still waiting for the dispatcher'),
+    );
+    await deliveriesSettled(env, 'project_id = ?', [project.id], 10_000).catch(() => log('emails still waiting for delivery'));
     log(`settled ${Date.now() - startedAt} ms after the new worker`);
   })());
 

@@ -1,11 +1,12 @@
 import { AppError } from '../../errors';
-import { IDEMPOTENCY_WAIT_MS, idempotent } from '../../db/projects/idempotency';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { IDEMPOTENCY_WAIT_MS, idempotent, type StoredResponse } from '../../db/projects/idempotency';
 import type { ProjectWithKeys } from '../../db/projects/projects';
-import { query } from '../../db/sql';
+import { query, queryOne } from '../../db/sql';
 import { type DnsServer, startDnsServer } from '../helpers/dns';
 import { bearer, startTestEnv, type TestEnv } from '../helpers/env';
 import { buildJourney, type BuiltJourney } from '../helpers/journeys';
-import { type Domain, waitUntil } from '../helpers/sending';
+import { deliveriesSettled, type Domain, waitUntil } from '../helpers/sending';
 import { type SmtpSink, startSmtpSink } from '../helpers/smtp';
 import { type Answer, postJson, splitService, type SplitService } from '../helpers/split-service';
 
@@ -31,7 +32,6 @@ let svc: SplitService;
 let project: ProjectWithKeys;
 
 const log = (msg: string) => process.env.TEST_VERBOSE && process.stderr.write(`[idempotency-crash] ${msg}\n`);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const db = () => env.orm.em.fork();
 
 beforeAll(async () => {
@@ -69,26 +69,45 @@ afterAll(async () => {
 
 describe('idempotent(): the key is claimed inside the work transaction', () => {
   const ok = (body: unknown) => async () => ({ status: 200, body });
-  let gate: () => void;
-  const held = () => new Promise<void>((resolve) => (gate = resolve));
+
+  /**
+   * Work that holds its key until released: `claimed` resolves once it runs (the claim is the
+   * transaction's first statement, so the key is taken then) with the backend of its transaction.
+   */
+  function heldWork<T>(result: () => T) {
+    let release!: () => void;
+    let claimedBy!: (pid: number) => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const claimed = new Promise<number>((resolve) => (claimedBy = resolve));
+    const work = async (tx: EntityManager) => {
+      claimedBy((await queryOne<{ pid: number }>(tx, 'select pg_backend_pid() as pid'))!.pid);
+      await released;
+      return result();
+    };
+    return { work, claimed, release };
+  }
+
+  /** Resolves once a statement of another backend waits for a lock that the holder's backend holds. */
+  const blockedBy = (holderPid: number) =>
+    waitUntil(() => queryOne(db(), 'select 1 as blocked from pg_stat_activity where ? = any(pg_blocking_pids(pid))', [holderPid]), {
+      timeoutMs: 5_000,
+      what: 'a request waiting for the holder of its key',
+    });
 
   test('a concurrent request with the key waits for the holder and replays its committed answer', async () => {
     const key = `wait-${Date.now()}`;
-    const release = held();
-    const holder = idempotent(db(), project.id, 'test', key, { a: 1 }, async () => {
-      await release;
-      return { status: 200, body: { first: true } };
-    });
-    await sleep(200); // the holder's claim is in
+    const held = heldWork(() => ({ status: 200, body: { first: true } }));
+    const holder = idempotent(db(), project.id, 'test', key, { a: 1 }, held.work);
+    const holderPid = await held.claimed;
     let secondRan = false;
     let secondDone = false;
     const second = idempotent(db(), project.id, 'test', key, { a: 1 }, async () => {
       secondRan = true;
       return { status: 200, body: { second: true } };
     }).finally(() => (secondDone = true));
-    await sleep(300);
+    await blockedBy(holderPid);
     expect(secondDone).toBe(false);
-    gate();
+    held.release();
     await expect(holder).resolves.toEqual({ status: 200, body: { first: true }, replayed: false });
     await expect(second).resolves.toEqual({ status: 200, body: { first: true }, replayed: true });
     expect(secondRan).toBe(false);
@@ -96,15 +115,14 @@ describe('idempotent(): the key is claimed inside the work transaction', () => {
 
   test('the holder fails: nothing of it stays, the waiting request runs', async () => {
     const key = `rollback-${Date.now()}`;
-    const release = held();
-    const holder = idempotent(db(), project.id, 'test', key, { a: 1 }, async () => {
-      await release;
+    const held = heldWork((): StoredResponse => {
       throw new Error('work failed');
     });
-    await sleep(200);
+    const holder = idempotent(db(), project.id, 'test', key, { a: 1 }, held.work);
+    const holderPid = await held.claimed;
     const second = idempotent(db(), project.id, 'test', key, { a: 1 }, ok({ second: true }));
-    await sleep(200);
-    gate();
+    await blockedBy(holderPid);
+    held.release();
     await expect(holder).rejects.toThrow('work failed');
     await expect(second).resolves.toEqual({ status: 200, body: { second: true }, replayed: false });
   });
@@ -123,12 +141,9 @@ describe('idempotent(): the key is claimed inside the work transaction', () => {
 
   test('a holder that takes longer than the bounded wait: 409 IDEMPOTENCY_KEY_IN_PROGRESS, and its work still counts', async () => {
     const key = `slow-${Date.now()}`;
-    const release = held();
-    const holder = idempotent(db(), project.id, 'test', key, { a: 1 }, async () => {
-      await release;
-      return { status: 200, body: { slow: true } };
-    });
-    await sleep(200);
+    const held = heldWork(() => ({ status: 200, body: { slow: true } }));
+    const holder = idempotent(db(), project.id, 'test', key, { a: 1 }, held.work);
+    await held.claimed;
     const startedAt = Date.now();
     const err = await idempotent(db(), project.id, 'test', key, { a: 1 }, ok({ second: true })).catch((e: unknown) => e);
     const waited = Date.now() - startedAt;
@@ -136,7 +151,7 @@ describe('idempotent(): the key is claimed inside the work transaction', () => {
     expect(err).toMatchObject({ status: 409, code: 'IDEMPOTENCY_KEY_IN_PROGRESS' });
     expect(waited).toBeGreaterThanOrEqual(IDEMPOTENCY_WAIT_MS - 100);
     expect(waited).toBeLessThan(IDEMPOTENCY_WAIT_MS + 3_000);
-    gate();
+    held.release();
     await expect(holder).resolves.toMatchObject({ replayed: false });
     await expect(idempotent(db(), project.id, 'test', key, { a: 1 }, ok({ third: true }))).resolves.toEqual({
       status: 200,
@@ -179,20 +194,22 @@ interface Outcome {
 /** Retries the request with its key until a 200, through connection errors, 503 and 409 IN_PROGRESS. */
 async function retryUntilOk(path: string, r: Keyed, deadline: number): Promise<Omit<Outcome, 'before'>> {
   const out: Omit<Outcome, 'before'> = { key: r.key, final: undefined, tries: 0, inProgress: 0, lastError: undefined };
-  while (Date.now() < deadline) {
+  const answered = async () => {
     out.tries++;
     try {
       const res = await postJson(svc.url(path), r.body, { headers: { ...bearer(project.secretKey), 'Idempotency-Key': r.key } });
       out.final = res;
       const code = (res.body as { error?: { code?: string } }).error?.code;
-      if (res.status === 200) return out;
       if (code === 'IDEMPOTENCY_KEY_IN_PROGRESS') out.inProgress++;
-      else if (res.status !== 503) return out; // anything else is an answer, and a wrong one
+      // Anything but a 503 or a 409 IN_PROGRESS is an answer: the 200, or a wrong one.
+      return res.status !== 503 && code !== 'IDEMPOTENCY_KEY_IN_PROGRESS';
     } catch (err) {
       out.lastError = (err as Error).message;
+      return false;
     }
-    await sleep(200);
-  }
+  };
+  // The client's pause between tries; what a window that ran out left is in `out`.
+  await waitUntil(answered, { timeoutMs: Math.max(0, deadline - Date.now()), intervalMs: 200 }).catch(() => undefined);
   return out;
 }
 
@@ -244,11 +261,11 @@ function expectReplays(outcomes: Outcome[]) {
   }
 }
 
-/** Exactly one message at the sink for each address (waits for them, then a little more for duplicates). */
+/** Exactly one message at the sink for each address, once none of their emails waits for delivery any more. */
 async function expectOneMessageEach(addresses: string[], timeoutMs: number) {
   const mine = () => smtp.messages.filter((m) => m.envelope.to.some((t) => addresses.includes(t)));
   await waitUntil(async () => mine().length >= addresses.length, timeoutMs).catch(() => undefined);
-  await sleep(1_000);
+  await deliveriesSettled(env, 'project_id = ? and to_email = any(?)', [project.id, addresses]);
   const counts = Object.fromEntries(addresses.map((a) => [a, smtp.messages.filter((m) => m.envelope.to.includes(a)).length]));
   expect(counts).toEqual(Object.fromEntries(addresses.map((a) => [a, 1])));
 }

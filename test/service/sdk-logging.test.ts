@@ -2,6 +2,7 @@ import { Writable } from 'node:stream';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createLogger } from '../../logger';
 import { installSdkLogging } from '../../temporal/worker';
+import { waitUntil } from '../helpers/wait';
 
 /**
  * The Temporal SDK's own messages go through the service's pino logger (cli/start.ts installs the
@@ -32,7 +33,7 @@ test("a worker's warning reaches pino as a JSON line; its INFO chatter does not"
       workflowsPath: require.resolve('../../temporal/workflows'),
     });
     // Running and stopping it logs state changes at INFO.
-    await worker.runUntil(new Promise((resolve) => setTimeout(resolve, 200)));
+    await worker.runUntil(waitUntil(() => worker.getState() === 'RUNNING', { timeoutMs: 10_000, intervalMs: 10, what: 'the worker running' }));
   } finally {
     await connection.close();
   }

@@ -8,13 +8,14 @@ import {
   cli,
   expectCleanStop,
   freePorts,
-  HEALTH_TIMEOUT_MS,
   processesUsing,
   type Service,
   startService,
   stopService,
   waitForHealthy,
+  waitForStderr,
 } from '../helpers/service-process';
+import { waitUntil } from '../helpers/wait';
 
 /**
  * `tidings start` with nothing configured: no DATABASE_URL, no TEMPORAL_ADDRESS. The real CLI
@@ -81,10 +82,8 @@ test('with nothing configured it starts an embedded PostgreSQL and a Temporal de
   // The printed addresses answer: the API reference and the Temporal Web UI.
   expect((await fetch(api(first, '/docs'))).status).toBe(200);
   let ui = 0;
-  for (let i = 0; i < 20 && ui !== 200; i++) {
-    ui = await fetch(`http://127.0.0.1:${ports.ui}/`).then((r) => r.status, () => 0);
-    if (ui !== 200) await new Promise((r) => setTimeout(r, 500));
-  }
+  const uiAnswers = async () => (ui = await fetch(`http://127.0.0.1:${ports.ui}/`).then((r) => r.status, () => 0)) === 200;
+  await waitUntil(uiAnswers, { timeoutMs: 10_000, intervalMs: 500 }).catch(() => undefined);
   expect(ui).toBe(200);
 });
 
@@ -149,12 +148,9 @@ test('SIGTERM stops the service with exit 0 and takes PostgreSQL and Temporal do
     );
     return checks.filter(([, ok]) => ok).map(([name]) => `${name}:${ports[name]}`);
   };
-  // They are stopped (and awaited) before the service exits; allow a moment for sockets to close.
-  let stillOpen = await open();
-  for (let i = 0; i < 10 && stillOpen.length; i++) {
-    await new Promise((r) => setTimeout(r, 300));
-    stillOpen = await open();
-  }
+  // They are stopped (and awaited) before the service exits; the kernel may take a moment to close their sockets.
+  let stillOpen: string[] = [];
+  await waitUntil(async () => (stillOpen = await open()).length === 0, { timeoutMs: 3_000, intervalMs: 300 }).catch(() => undefined);
   expect(stillOpen).toEqual([]);
   expect(await processesUsing(dataDir)).toEqual([]);
 });
@@ -188,10 +184,8 @@ test.each([
   const ports = await freePorts();
   const service = startService(dataDir, ports);
   services.push(service);
-  const deadline = Date.now() + HEALTH_TIMEOUT_MS;
-  while (!service.stderr().includes(logLine) && !service.hasExited() && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  // The moment it is printed, not a poll later: the start-up goes on meanwhile.
+  await waitForStderr(service, logLine).catch(() => undefined);
   expect(service.stderr()).toContain(logLine);
   process.kill(-service.child.pid!, 'SIGTERM');
 

@@ -7,6 +7,7 @@ import { Client as PgClient } from 'pg';
 import { Client, Connection } from '@temporalio/client';
 import { ProjectIdKey, SEARCH_ATTRIBUTE_TYPES } from '../../temporal/search-attributes';
 import { freePortRange } from '../helpers/topology';
+import { waitUntil } from '../helpers/wait';
 
 /**
  * deploy/temporal-postgres.sh — the production topology's Temporal (what docker-compose.yml runs)
@@ -78,16 +79,6 @@ function listeningPorts(pid: number): number[] {
   return [...ports].sort((a, b) => a - b);
 }
 
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
-
 beforeAll(async () => {
   portBase = await freePortRange(PORT_COUNT);
   address = await script('start');
@@ -133,11 +124,14 @@ test('a workflow started with a ProjectId is found by a visibility query, and it
     typedSearchAttributes: [{ key: ProjectIdKey, value: projectId }],
   });
 
-  const found = await waitFor('the visibility query to return the workflow', async () => {
-    const ids: string[] = [];
-    for await (const wf of client.workflow.list({ query: `ProjectId = "${projectId}"` })) ids.push(wf.workflowId);
-    return ids.length ? ids : undefined;
-  });
+  const found = await waitUntil(
+    async () => {
+      const ids: string[] = [];
+      for await (const wf of client.workflow.list({ query: `ProjectId = "${projectId}"` })) ids.push(wf.workflowId);
+      return ids.length ? ids : undefined;
+    },
+    { timeoutMs: 60_000, intervalMs: 250, what: 'the visibility query to return the workflow' },
+  );
   expect(found).toEqual([workflowId]);
 
   const visibilityUrl = new URL(adminUrl);

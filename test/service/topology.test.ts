@@ -28,7 +28,6 @@ const RATE_LIMIT = 200;
 const CAMPAIGN_CONTACTS = 5000;
 const JOURNEY_CONTACTS = 20;
 const log = (msg: string) => process.env.TEST_VERBOSE && process.stderr.write(`[topology] ${msg}\n`);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const tag = Date.now().toString(36);
 
 let temporalServer: PostgresTemporal | undefined;
@@ -113,6 +112,15 @@ function perRecipient(prefix: string): Map<string, number> {
   return seen;
 }
 const twice = (seen: Map<string, number>) => [...seen].filter(([, n]) => n > 1);
+/**
+ * Resolves once no email that `where` selects waits for delivery (QUEUED or SENDING): none is
+ * attempted again, and each SENT one reached the relay before its mark, so the sink holds all of them.
+ */
+const deliveriesSettled = (where: string, params: unknown[], timeoutMs = 30_000) =>
+  waitUntil(async () => (await count(`select count(*) as n from emails where (${where}) and status in ('QUEUED','SENDING')`, params)) === 0, {
+    timeoutMs,
+    what: 'no email waiting for delivery',
+  });
 
 /** A project made over HTTP by the run's account, with a sending domain verified through DNS. */
 interface Project {
@@ -277,7 +285,7 @@ describe('two API processes are one service', () => {
       [trackSeq, 1],
     ]);
     await waitUntil(async () => mailTo(sequential).length + mailTo(concurrent).length >= 2, 30_000);
-    await sleep(500); // a second copy would arrive now
+    await deliveriesSettled('project_id = $1 and to_email = any($2)', [p.id, [sequential, concurrent]]);
     expect(mailTo(`idem-seq-${tag}`)).toHaveLength(1);
     expect(mailTo(`idem-par-${tag}`)).toHaveLength(1);
   });
@@ -337,7 +345,7 @@ describe('a journey with a wait, triggered through both APIs', () => {
       return xs.every((x) => x.status === 'COMPLETED');
     }, 60_000);
     await waitUntil(async () => mailTo(`journey-${tag}-`).length >= contacts.length, 90_000);
-    await sleep(500);
+    await deliveriesSettled('project_id = $1', [j.id]);
     const seen = perRecipient(`journey-${tag}-`);
     expect(twice(seen)).toEqual([]);
     expect([...seen.keys()].sort()).toEqual([...contacts].sort());
@@ -358,12 +366,14 @@ describe('a campaign to 5,000 contacts across two workers', () => {
     form.append('file', new Blob([csv], { type: 'text/csv' }), 'contacts.csv');
     const upload = await expectStatus(call(api1, 'POST', '/contacts/import', { key: c.key, form }), 202);
     importJob = upload.body.jobId as string;
-    const job = await waitUntil(async () => {
-      const r = await call(api1, 'GET', `/contacts/import/${importJob}`, { key: c.key });
-      if (['completed', 'failed'].includes(r.body.status)) return r.body;
-      await sleep(900); // this project's requests count against the rate limit
-      return undefined;
-    }, 90_000);
+    const job = await waitUntil(
+      async () => {
+        const r = await call(api1, 'GET', `/contacts/import/${importJob}`, { key: c.key });
+        return ['completed', 'failed'].includes(r.body.status) && r.body;
+      },
+      // Seldom: this project's requests count against the rate limit.
+      { timeoutMs: 90_000, intervalMs: 1_000, what: 'the import job to end' },
+    );
     expect(job).toMatchObject({ status: 'completed', totalRows: CAMPAIGN_CONTACTS, processedRows: CAMPAIGN_CONTACTS, imported: CAMPAIGN_CONTACTS, errors: [] });
     expect(await count('select count(*) as n from contacts where project_id = $1 and subscribed', [c.id])).toBe(CAMPAIGN_CONTACTS);
   });
@@ -401,7 +411,9 @@ describe('a campaign to 5,000 contacts across two workers', () => {
     await smtp.restart();
 
     await waitUntil(async () => (await rows<{ status: string }>('select status from campaigns where id = $1', [campaignId]))[0]?.status === 'SENT', 120_000);
-    await sleep(500); // a duplicate would arrive now
+    // The workflow has closed (no batch can send any more) and no email of it waits for delivery.
+    await temporal.workflow.getHandle(workflowId).result();
+    await deliveriesSettled('campaign_id = $1', [campaignId]);
     const seen = perRecipient(`cmp-${tag}-`);
     expect(twice(seen)).toEqual([]);
     expect(seen.size).toBe(CAMPAIGN_CONTACTS);

@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { EngineStatements } from '../../db/messages/engine-statements';
+import { claimDueEmails } from '../../db/messages/delivery-queue';
+import { MarkStatements } from '../../temporal/delivery/sent-marks';
 import type { ProjectWithKeys } from '../../db/projects/projects';
 import { query } from '../../db/sql';
 import { startTestEnv, type TestEnv } from '../helpers/env';
 
 /**
- * The delivery engines of one worker process claim and mark in shared statements
- * (db/messages/engine-statements.ts). Rows written by one statement share its transaction id
+ * The delivery engines of one worker process write their SENT marks in shared statements
+ * (temporal/delivery/sent-marks.ts MarkStatements). Rows written by one statement share its transaction id
  * (`xmin`), which tells how many statements did the work. No worker runs here, and the emails sit
  * in queues of their own, so nothing else claims them.
  */
@@ -42,47 +43,14 @@ const rowsOf = (ids: string[]) =>
     [ids],
   );
 
-test('concurrent claims share one statement, each gets at most its limit, oldest first, no email twice', async () => {
-  const queue = `engine-statements-${randomUUID().slice(0, 8)}`;
-  const ids = await queueEmails(queue, 6);
-  const statements = new EngineStatements(env.orm.em.fork());
-  const claim = async (limit: number) => (await statements.claim({ queue, limit, leaseSeconds: 60, which: 'queued' })).emails;
-
-  const [a, b, c] = await Promise.all([claim(4), claim(4), claim(4)]);
-  expect(a.map((e) => e.email.id)).toEqual(ids.slice(0, 4));
-  expect(b.map((e) => e.email.id)).toEqual(ids.slice(4));
-  expect(c).toEqual([]);
-
-  const rows = await rowsOf(ids);
-  expect(rows.map((r) => [r.status, r.attempts])).toEqual(ids.map(() => ['SENDING', 1]));
-  expect(new Set(rows.map((r) => r.tx)).size).toBe(1);
-
-  // Nothing left to claim, and a limit of 0 asks PostgreSQL nothing.
-  expect(await claim(4)).toEqual([]);
-  expect(await claim(0)).toEqual([]);
-});
-
-test('requests for different queues in one batch each get their own queue’s emails', async () => {
-  const [q1, q2] = [`engine-statements-${randomUUID().slice(0, 8)}`, `engine-statements-${randomUUID().slice(0, 8)}`];
-  const [ids1, ids2] = [await queueEmails(q1, 2), await queueEmails(q2, 3)];
-  const statements = new EngineStatements(env.orm.em.fork());
-
-  const [one, two] = await Promise.all([
-    statements.claim({ queue: q1, limit: 10, leaseSeconds: 60, which: 'queued' }),
-    statements.claim({ queue: q2, limit: 10, leaseSeconds: 60, which: 'queued' }),
-  ]);
-  expect(one.emails.map((e) => e.email.id)).toEqual(ids1);
-  expect(two.emails.map((e) => e.email.id)).toEqual(ids2);
-});
-
 test('concurrent SENT marks share one statement, each email once with its event', async () => {
   const queue = `engine-statements-${randomUUID().slice(0, 8)}`;
   const ids = await queueEmails(queue, 5);
-  const statements = new EngineStatements(env.orm.em.fork());
-  await statements.claim({ queue, limit: 5, leaseSeconds: 60, which: 'queued' });
+  const statements = new MarkStatements(env.orm.em.fork());
+  await claimDueEmails(env.orm.em.fork(), queue, 5, 60);
   const claimTx = (await rowsOf(ids))[0]!.tx;
 
-  const mark = (emailIds: string[]) => statements.markSent(emailIds.map((emailId) => ({ emailId, smtpResponse: `250 ok ${emailId}` })));
+  const mark = (emailIds: string[]) => statements.write(emailIds.map((emailId) => ({ emailId, smtpResponse: `250 ok ${emailId}` })));
   await Promise.all([mark(ids.slice(0, 2)), mark(ids.slice(2)), mark([])]);
 
   const rows = await rowsOf(ids);

@@ -1,0 +1,328 @@
+/**
+ * The product's throughput goals, measured: runs the benches of the matrix below one at a time, each
+ * as a child process with a stack of its own, reads the RESULT line each prints last, and ends with
+ * a table of every figure against its goal and its same-run baseline.
+ *
+ *   npx tsx bench/goals.ts [--only FILTER[,FILTER…]] [--n N] [--warm-up N] [--raw N] [--one-at-a-time N] [--list]
+ *
+ * The matrix, each run in both topologies (`one-process`: `tidings start`; `split`: `tidings start
+ * --api` + `tidings start --worker`; bench/harness.ts Topology):
+ *
+ *   send persistent warm    bench/send.ts --payload persistent             (data stored on the contact)
+ *   send persistent cold    bench/send.ts --payload persistent --cold      (no warm-up, no ANALYZE)
+ *   send transient warm     bench/send.ts --payload transient              (a one-shot order number)
+ *   track warm / cold       bench/track.ts [--cold]                        (nothing listening)
+ *   workflows warm          bench/workflows.ts --shape send-only           (each track starts a journey)
+ *
+ * A run's name is its words, e.g. `send persistent cold split`. --only keeps the runs that match
+ * any of its comma-separated filters, a filter being words joined by `+` that must all be in the
+ * name: `--only send`, `--only track+cold,workflows`, `--only split`, `--only persistent+one-process`.
+ * --n sets every bench's N (default: send 4,000, track 10,000, workflows 1,000, the figures of
+ * docs/performance.md); --warm-up every warm run's warm-up; --raw and --one-at-a-time are
+ * bench/send.ts's. --list prints the selected runs and exits.
+ *
+ * The goals (2 cores, 16 clients; docs/performance.md):
+ *  - /v1/send: ≥ 1,000 accepted/s, p99 < 100 ms, delivered ≥ 0.6 × the same run's raw nodemailer
+ *    pool (warm), in both topologies;
+ *  - a fresh database is not a slow one: a cold run's rates ≥ 0.8 × the warm run's of the same
+ *    bench, payload and topology in this invocation (a different run, so the machine's drift between
+ *    the two counts too; for /v1/send the table also compares their delivered / raw, where it cancels);
+ *  - /v1/track: ≥ 1,500/s, p99 < 50 ms; tracks that start journeys: ≥ 1,000/s, p99 < 100 ms, and
+ *    executions completed ≥ 0.8 × the same run's bare one-activity workflow.
+ *
+ * The service is built once here (`npm run build`) and the benches are told so
+ * (BENCH_SERVICE_BUILT=1); with BENCH_SERVICE_FROM_SOURCE=1 they run the source instead. A missed
+ * goal is a figure, not a failure: the exit code is 0 unless a bench's correctness check failed or
+ * a bench ended without its RESULT line (1). Ctrl-C stops the running bench (it cleans up) and the
+ * runs after it; the table shows what was measured.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { createInterface } from 'node:readline';
+import { log, positiveInt, RESULT_PREFIX } from './support';
+
+const ROOT = path.resolve(__dirname, '..');
+const TOPOLOGIES = ['one-process', 'split'] as const;
+type Topology = (typeof TOPOLOGIES)[number];
+const DEFAULT_N = { send: 4000, track: 10000, workflows: 1000 } as const;
+
+interface Run {
+  name: string;
+  words: string[];
+  bench: 'send' | 'track' | 'workflows';
+  topology: Topology;
+  cold: boolean;
+  payload?: 'persistent' | 'transient';
+  args: string[];
+}
+
+interface Outcome {
+  run: Run;
+  exitCode: number | null;
+  seconds: number;
+  result: Record<string, unknown> | undefined;
+}
+
+function options() {
+  const { values } = parseArgs({
+    options: {
+      only: { type: 'string' },
+      n: { type: 'string' },
+      'warm-up': { type: 'string' },
+      raw: { type: 'string' },
+      'one-at-a-time': { type: 'string' },
+      list: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) {
+    process.stdout.write('Usage: npx tsx bench/goals.ts [--only FILTER[,FILTER…]] [--n N] [--warm-up N] [--raw N] [--one-at-a-time N] [--list]\n');
+    process.exit(0);
+  }
+  const count = (name: string, v: string | undefined) => (v === undefined ? undefined : String(positiveInt(name, v)));
+  return {
+    only: values.only,
+    n: count('n', values.n),
+    warmUp: count('warm-up', values['warm-up']),
+    raw: count('raw', values.raw),
+    oneAtATime: values['one-at-a-time'] === '0' ? '0' : count('one-at-a-time', values['one-at-a-time']),
+    list: values.list,
+  };
+}
+
+/** Every run of the matrix, a warm run right before its cold one (the machine drifts less between neighbours). */
+function matrix(opts: ReturnType<typeof options>): Run[] {
+  const runs: Run[] = [];
+  const add = (bench: Run['bench'], words: string[], topology: Topology, cold: boolean, extra: string[], payload?: Run['payload']) => {
+    const all = [bench, ...words, cold ? 'cold' : 'warm', topology];
+    const args = ['--topology', topology, '--n', opts.n ?? String(DEFAULT_N[bench]), ...extra];
+    if (cold) args.push('--cold');
+    else if (opts.warmUp) args.push('--warm-up', opts.warmUp);
+    runs.push({ name: all.join(' '), words: all, bench, topology, cold, payload, args });
+  };
+  const sendArgs = [...(opts.raw ? ['--raw', opts.raw] : []), ...(opts.oneAtATime ? ['--one-at-a-time', opts.oneAtATime] : [])];
+  for (const topology of TOPOLOGIES) {
+    add('send', ['persistent'], topology, false, ['--payload', 'persistent', ...sendArgs], 'persistent');
+    add('send', ['persistent'], topology, true, ['--payload', 'persistent', ...sendArgs], 'persistent');
+  }
+  for (const topology of TOPOLOGIES) add('send', ['transient'], topology, false, ['--payload', 'transient', ...sendArgs], 'transient');
+  for (const topology of TOPOLOGIES) {
+    add('track', [], topology, false, []);
+    add('track', [], topology, true, []);
+  }
+  for (const topology of TOPOLOGIES) add('workflows', ['send-only'], topology, false, ['--shape', 'send-only']);
+  return runs;
+}
+
+/** The runs --only keeps: those matching any filter, a filter's `+`-joined words all in the run's name. */
+function select(runs: Run[], only: string | undefined): Run[] {
+  if (!only) return runs;
+  const known = new Set(runs.flatMap((r) => r.words));
+  const filters = only.split(',').map((f) => f.split('+').map((w) => w.trim()).filter(Boolean));
+  for (const word of filters.flat()) if (!known.has(word)) throw new Error(`--only: unknown word "${word}" (known: ${[...known].join(', ')})`);
+  return runs.filter((r) => filters.some((f) => f.every((w) => r.words.includes(w))));
+}
+
+/** One bench as a child process: its report passed through to stdout, its RESULT line kept. */
+function runOne(run: Run, stopping: { child?: ReturnType<typeof spawn> }): Promise<Outcome> {
+  const script = path.join('bench', `${run.bench}.ts`);
+  log(`── ${run.name}: npx tsx ${script} ${run.args.join(' ')}`);
+  const started = Date.now();
+  const child = spawn(process.execPath, ['--import', 'tsx', script, ...run.args], {
+    cwd: ROOT,
+    env: { ...process.env, BENCH_SERVICE_BUILT: '1' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  stopping.child = child;
+  let result: Record<string, unknown> | undefined;
+  createInterface({ input: child.stdout! }).on('line', (line) => {
+    if (line.startsWith(RESULT_PREFIX)) {
+      try {
+        result = JSON.parse(line.slice(RESULT_PREFIX.length)) as Record<string, unknown>;
+      } catch {
+        log(`${run.name}: unreadable RESULT line: ${line.slice(0, 200)}`);
+      }
+    } else process.stdout.write(`${line}\n`);
+  });
+  return new Promise((resolve) => {
+    child.on('error', (err) => log(`${run.name}: ${err.message}`));
+    child.on('close', (code) => {
+      stopping.child = undefined;
+      resolve({ run, exitCode: code, seconds: (Date.now() - started) / 1000, result });
+    });
+  });
+}
+
+// ---- The table ------------------------------------------------------------------------------
+
+interface Row {
+  run: string;
+  figure: string;
+  value: string;
+  baseline: string;
+  ratio: string;
+  goal: string;
+  met: string;
+}
+
+const num = (v: unknown): number => (typeof v === 'number' ? v : NaN);
+const fmtRate = (v: number) => (Number.isFinite(v) ? `${Math.round(v).toLocaleString('en-US')}/s` : 'n/a');
+const fmtMs = (v: number) => (Number.isFinite(v) ? `${v.toFixed(1)} ms` : 'n/a');
+const fmtCpu = (v: number) => (Number.isFinite(v) ? `${v.toFixed(2)} ms` : 'n/a');
+const fmtRatio = (v: number) => (Number.isFinite(v) ? v.toFixed(2) : 'n/a');
+const verdict = (ok: boolean, ...inputs: number[]) => (inputs.some((v) => !Number.isFinite(v)) ? 'n/a' : ok ? 'met' : 'NOT met');
+
+function rowsOf(o: Outcome, outcomes: Outcome[]): Row[] {
+  const r = o.result;
+  const base = { run: o.run.name, baseline: '', ratio: '' };
+  if (!r) return [{ ...base, figure: 'RESULT', value: `none (exit code ${o.exitCode})`, goal: '', met: 'n/a' }];
+  const rows: Row[] = [];
+  const absolute = (figure: string, v: number, goal: string, ok: boolean, fmt: (v: number) => string, baseline = '', ratio = '') =>
+    rows.push({ ...base, figure, value: fmt(v), baseline, ratio, goal, met: verdict(ok, v) });
+  const info = (figure: string, value: string, baseline = '', ratio = '') => rows.push({ ...base, figure, value, baseline, ratio, goal: '', met: '' });
+  // A cold run against the warm run of the same bench, payload and topology in this invocation.
+  const warm = o.run.cold
+    ? outcomes.find((w) => !w.run.cold && w.run.bench === o.run.bench && w.run.payload === o.run.payload && w.run.topology === o.run.topology)?.result
+    : undefined;
+  const coldRatio = (figure: string, key: string) => {
+    const v = num(r[key]);
+    const w = num(warm?.[key]);
+    rows.push({
+      ...base,
+      figure: `${figure} cold / warm`,
+      value: fmtRate(v),
+      baseline: warm ? `warm run ${fmtRate(w)}` : 'no warm run selected',
+      ratio: fmtRatio(v / w),
+      goal: '≥ 0.80 × warm',
+      met: verdict(v >= 0.8 * w, v, w),
+    });
+  };
+
+  if (o.run.bench === 'send') {
+    const raw = num(r.rawPerS);
+    if (o.run.cold) {
+      coldRatio('accepted', 'acceptedPerS');
+      coldRatio('delivered', 'deliveredPerS');
+      info('p99', fmtMs(num(r.p99Ms)), warm ? `warm run ${fmtMs(num(warm.p99Ms))}` : '');
+      // The same comparison with each run's own raw pool taken out: the machine's drift between the two runs cancels.
+      info(
+        'delivered / raw',
+        `${fmtRatio(num(r.deliveredOverRaw))} (raw ${fmtRate(raw)})`,
+        warm ? `warm run ${fmtRatio(num(warm.deliveredOverRaw))} (raw ${fmtRate(num(warm.rawPerS))})` : '',
+        warm ? fmtRatio(num(r.deliveredOverRaw) / num(warm.deliveredOverRaw)) : '',
+      );
+    } else {
+      absolute('accepted', num(r.acceptedPerS), '≥ 1,000/s', num(r.acceptedPerS) >= 1000, fmtRate, `raw pool ${fmtRate(raw)}`, fmtRatio(num(r.acceptedPerS) / raw));
+      absolute('p99', num(r.p99Ms), '< 100 ms', num(r.p99Ms) < 100, fmtMs);
+      rows.push({
+        ...base,
+        figure: 'delivered',
+        value: fmtRate(num(r.deliveredPerS)),
+        baseline: `raw pool ${fmtRate(raw)}`,
+        ratio: fmtRatio(num(r.deliveredOverRaw)),
+        goal: '≥ 0.60 × raw',
+        met: verdict(num(r.deliveredOverRaw) >= 0.6, num(r.deliveredOverRaw)),
+      });
+    }
+    info('service CPU per email', fmtCpu(num(r.serviceCpuMsPerEmail)));
+  } else if (o.run.bench === 'track') {
+    if (o.run.cold) {
+      coldRatio('tracks', 'tracksPerS');
+      info('p99', fmtMs(num(r.p99Ms)), warm ? `warm run ${fmtMs(num(warm.p99Ms))}` : '');
+    } else {
+      absolute('tracks', num(r.tracksPerS), '≥ 1,500/s', num(r.tracksPerS) >= 1500, fmtRate);
+      absolute('p99', num(r.p99Ms), '< 50 ms', num(r.p99Ms) < 50, fmtMs);
+    }
+  } else {
+    absolute('tracks', num(r.tracksPerS), '≥ 1,000/s', num(r.tracksPerS) >= 1000, fmtRate);
+    absolute('p99', num(r.p99Ms), '< 100 ms', num(r.p99Ms) < 100, fmtMs);
+    rows.push({
+      ...base,
+      figure: 'executions completed',
+      value: fmtRate(num(r.completedPerS)),
+      baseline: `bare workflow ${fmtRate(num(r.bareCompletedPerS))}`,
+      ratio: fmtRatio(num(r.completedOverBare)),
+      goal: '≥ 0.80 × bare',
+      met: verdict(num(r.completedOverBare) >= 0.8, num(r.completedOverBare)),
+    });
+  }
+  rows.push({ ...base, figure: 'check', value: r.checkOk === true ? 'OK' : 'FAILED', goal: 'OK', met: r.checkOk === true ? 'met' : 'NOT met' });
+  return rows;
+}
+
+function table(rows: Row[]): string {
+  const header: Row = { run: 'run', figure: 'figure', value: 'value', baseline: 'same-run baseline', ratio: 'ratio', goal: 'goal', met: 'met' };
+  const keys = Object.keys(header) as (keyof Row)[];
+  const width = (k: keyof Row) => Math.max(...[header, ...rows].map((r) => r[k].length));
+  const widths = new Map(keys.map((k) => [k, width(k)]));
+  const line = (r: Row) => keys.map((k) => r[k].padEnd(widths.get(k)!)).join('  ').trimEnd();
+  const out = [line(header), keys.map((k) => '-'.repeat(widths.get(k)!)).join('  ')];
+  let last = '';
+  for (const r of rows) {
+    out.push(line(r.run === last ? { ...r, run: '' } : r));
+    last = r.run;
+  }
+  return out.join('\n');
+}
+
+async function main(): Promise<void> {
+  const opts = options();
+  const runs = select(matrix(opts), opts.only);
+  if (opts.list || runs.length === 0) {
+    process.stdout.write(runs.map((r) => `${r.name}: npx tsx bench/${r.bench}.ts ${r.args.join(' ')}\n`).join('') || 'no run matches --only\n');
+    return;
+  }
+  if (process.env.BENCH_SERVICE_FROM_SOURCE !== '1') {
+    log('building the service once for every run (npm run build)');
+    execFileSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' });
+  }
+
+  // Ctrl-C reaches the running bench too (same process group); SIGTERM is passed on. Either way no further run starts.
+  const stopping: { requested?: NodeJS.Signals; child?: ReturnType<typeof spawn> } = {};
+  const onSignal = (signal: NodeJS.Signals) => {
+    stopping.requested = signal;
+    log(`${signal}: the running bench stops and cleans up; no further run`);
+    if (signal === 'SIGTERM') stopping.child?.kill('SIGTERM');
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+
+  const started = Date.now();
+  const loadBefore = os.loadavg()[0]!;
+  const outcomes: Outcome[] = [];
+  for (const run of runs) {
+    if (stopping.requested) break;
+    outcomes.push(await runOne(run, stopping));
+  }
+  const minutes = (Date.now() - started) / 60_000;
+
+  const rows = outcomes.flatMap((o) => rowsOf(o, outcomes));
+  const failed = outcomes.filter((o) => o.result?.checkOk !== true);
+  const measured = rows.filter((r) => (r.met === 'met' || r.met === 'NOT met') && r.figure !== 'check');
+  const missed = measured.filter((r) => r.met === 'NOT met');
+  process.stdout.write(
+    [
+      '',
+      `Tidings goals: ${outcomes.length} of ${runs.length} runs in ${minutes.toFixed(1)} min, one at a time${stopping.requested ? ` (stopped by ${stopping.requested})` : ''}; ` +
+        `load average ${loadBefore.toFixed(1)} before, ${os.loadavg()[0]!.toFixed(1)} after; ${os.cpus().length} cores`,
+      `  runs          ${outcomes.map((o) => `${o.run.name} ${o.seconds.toFixed(0)} s${o.result ? '' : `, no RESULT (exit code ${o.exitCode})`}`).join('; ')}`,
+      '',
+      table(rows),
+      '',
+      `  goals         ${
+        missed.length ? `${missed.length} not met: ${missed.map((r) => `${r.run}: ${r.figure}`).join('; ')}` : measured.length ? `all ${measured.length} measured here met` : 'none measured'
+      }`,
+      `  checks        ${failed.length === 0 ? 'every bench\'s correctness check passed' : `FAILED in ${failed.map((o) => o.run.name).join('; ')}`}`,
+      '',
+    ].join('\n'),
+  );
+  // A missed goal is a figure; a failed check (or a bench that died) is a failure.
+  if (failed.length) process.exitCode = 1;
+}
+
+main().catch((err: unknown) => {
+  log(err instanceof Error ? (err.stack ?? err.message) : String(err));
+  process.exitCode = 1;
+});
