@@ -62,7 +62,7 @@ const envSchema = z.object({
   DELIVERY_ENGINES: z.coerce.number().int().min(1).max(64).default(2),
   DELIVERY_CONCURRENCY: z.coerce.number().int().min(1).max(500).default(16),
   DELIVERY_LEASE_SECONDS: z.coerce.number().int().min(5).default(60),
-  TRUST_PROXY: z.string().default('loopback'),
+  TRUST_PROXY: optionalString,
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   DISABLE_SIGNUPS: boolFlag,
   NOTIFY_SECRET: optionalString.pipe(z.string().min(16, 'NOTIFY_SECRET must be at least 16 characters').optional()),
@@ -163,6 +163,11 @@ export type Config = {
    * Default: a proxy on the same host only; behind a load balancer give its address or hop count.
    */
   trustProxy: string | number | boolean;
+  /**
+   * TRUST_PROXY was given: the operator says a proxy stands in front, so requests may arrive on
+   * loopback from anyone (the local-only /outbox pages refuse every request then).
+   */
+  trustProxySet: boolean;
   disableSignups: boolean;
   /** Shared secret of POST /webhooks/notify (delivery, bounce, complaint); unset: the endpoint is off (404). */
   notifySecret: string | undefined;
@@ -212,6 +217,10 @@ export type Config = {
 };
 
 export class ConfigError extends Error {}
+
+/** Express's "trust proxy" value: a hop count, true/false, or addresses and subnets as written. */
+const trustProxyOf = (value: string): string | number | boolean =>
+  /^\d+$/.test(value) ? Number(value) : value === 'true' ? true : value === 'false' ? false : value;
 
 /** Reads and validates the environment once; entry points call this and pass the result down. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -263,7 +272,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sendThrottlePerSecond: e.SEND_THROTTLE_PER_SECOND,
     delivery: { engines: e.DELIVERY_ENGINES, concurrency: e.DELIVERY_CONCURRENCY, leaseSeconds: e.DELIVERY_LEASE_SECONDS },
     logLevel: e.LOG_LEVEL,
-    trustProxy: /^\d+$/.test(e.TRUST_PROXY) ? Number(e.TRUST_PROXY) : e.TRUST_PROXY === 'true' ? true : e.TRUST_PROXY === 'false' ? false : e.TRUST_PROXY,
+    trustProxy: trustProxyOf(e.TRUST_PROXY ?? 'loopback'),
+    trustProxySet: e.TRUST_PROXY !== undefined,
     disableSignups: e.DISABLE_SIGNUPS,
     notifySecret: e.NOTIFY_SECRET,
     returnPath: { label: e.RETURN_PATH_LABEL, mxHost: (e.INBOUND_MX_HOST ?? new URL(publicUrl).hostname).toLowerCase() },

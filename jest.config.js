@@ -8,8 +8,6 @@ const ALONE = [
   // with another file's pools they would near PostgreSQL's 100 connections.
   'test/service/topology.test.ts',
   'test/service/temporal-postgres.test.ts',
-  // Judges the event loop's utilization, which a file in the other lane inflates by taking the core.
-  'test/service/foreground.test.ts',
 ];
 
 const lane = process.env.TEST_LANE;

@@ -34,6 +34,7 @@ import { registerTrackingRoutes } from './routes/tracking';
 import { registerUserRoutes } from './routes/users';
 import { registerUploadRoutes } from './routes/uploads';
 import { registerVerifyRoutes } from './routes/verify';
+import { registerWebAppRoutes } from './routes/web-app';
 import { RouteRegistry } from './routing';
 
 const VERSION = '0.1.0';
@@ -52,8 +53,8 @@ export function createApp(deps: AppDeps): App {
 
   const registry = new RouteRegistry(express.Router(), {
     scope: requestScope(deps.orm),
-    authenticate: authenticate(deps.sessionSecret, deps.orm),
-    rateLimit: rateLimit(deps.config.rateLimitPerMinute),
+    authenticate: authenticate(deps.sessionSecret, deps.orm, deps.clock),
+    rateLimit: rateLimit(deps.config.rateLimitPerMinute, deps.clock),
   });
   // Field routes first: `/contacts/fields` must not be taken for a contact id.
   registerFieldRoutes(registry, deps);
@@ -88,6 +89,7 @@ export function createApp(deps: AppDeps): App {
   registerConfigRoutes(registry, deps);
   registerOutboxRoutes(registry, deps);
   registerLandingRoutes(registry, deps);
+  registerWebAppRoutes(registry);
   registerMetaRoutes(registry, deps, VERSION);
 
   app.use(registry.router);

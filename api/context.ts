@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from 'pino';
 import type { PaymentProvider } from '../billing/provider';
 import type { Config } from '../config';
+import type { Clock } from '../db/clock';
 import type { RateLimitState } from '../db/projects/rate-limit';
 import type { EngineWakeups } from '../temporal/wakeups';
 import type { TrackBatches } from '../db/events/track';
@@ -41,6 +42,8 @@ export interface AppDeps {
   tracking: TrackBatches;
   /** Writes /v1/send's common case for concurrent requests in shared statements (db/messages/send.ts). */
   sending: SendBatches;
+  /** The time for rules counted in windows: the rate limit, sign-in and account-mail attempts. */
+  clock: Clock;
 }
 
 export interface AuthContext {

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { createStripeProvider } from '../billing/stripe';
 import type { Config } from '../config';
+import { type Clock, systemClock } from '../db/clock';
 import { TrackBatches } from '../db/events/track';
 import { SendBatches } from '../db/messages/send';
 import type { Orm } from '../db/orm';
@@ -19,10 +20,13 @@ export async function buildAppDeps(parts: {
   temporal: TemporalGateway;
   logger: Logger;
   dns: DnsLookup;
+  /** The system clock unless a test moves its own. */
+  clock?: Clock;
 }): Promise<AppDeps> {
   const em = parts.orm.em.fork();
   return {
     ...parts,
+    clock: parts.clock ?? systemClock,
     linkSecret: await linkSigningSecret(em, parts.config.jwtSecret),
     sessionSecret: await sessionSigningSecret(em, parts.config.jwtSecret),
     payments: parts.config.stripe ? createStripeProvider(parts.config.stripe) : undefined,

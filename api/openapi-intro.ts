@@ -58,8 +58,9 @@ curl -H 'Authorization: Bearer sk_…' -H 'Content-Type: application/json' \\
 \`\`\`
 
 - **Outbox mode** (no \`SMTP_URL\` configured): the domain counts as verified for sending at once,
-  and mail is written to the local outbox instead of being sent. Read it at \`/outbox\` (from the
-  machine that runs the service), or as \`.eml\` files in \`$DATA_DIR/outbox\`.
+  and mail is written to the local outbox instead of being sent. Read a project's own mail in the
+  dashboard's Outbox (\`/app\`, or \`GET /projects/{id}/outbox\`), all of it at \`/outbox\` (from the
+  machine that runs the service, not through a proxy), or as \`.eml\` files in \`$DATA_DIR/outbox\`.
 - **With a relay** (\`SMTP_URL\` set): publish the DNS records the response lists; the domain is
   verified when its DKIM record is found (checked in the background, or now with
   \`GET /domains/{id}/verify\`). Until then sends from it get 403 \`DOMAIN_NOT_VERIFIED\`.

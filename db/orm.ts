@@ -23,6 +23,7 @@ import { Migration20261202000000_event_path } from './migrations/Migration202612
 import { Migration20261202010000_fair_claims } from './migrations/Migration20261202010000_fair_claims';
 import { Migration20261203000000_relay_bounces } from './migrations/Migration20261203000000_relay_bounces';
 import { Migration20261204000000_return_path } from './migrations/Migration20261204000000_return_path';
+import { Migration20261205000000_execution_test_runs } from './migrations/Migration20261205000000_execution_test_runs';
 
 export type Orm = MikroORM;
 
@@ -50,6 +51,7 @@ const migrationsList = [
   { name: 'Migration20261202010000_fair_claims', class: Migration20261202010000_fair_claims },
   { name: 'Migration20261203000000_relay_bounces', class: Migration20261203000000_relay_bounces },
   { name: 'Migration20261204000000_return_path', class: Migration20261204000000_return_path },
+  { name: 'Migration20261205000000_execution_test_runs', class: Migration20261205000000_execution_test_runs },
 ];
 
 /**

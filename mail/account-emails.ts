@@ -23,12 +23,17 @@ function linkEmail(subject: string, intro: string, action: string, link: string,
   };
 }
 
+/**
+ * The links open the dashboard (/app/verify, /app/reset), which posts the token and goes on signed
+ * in; GET /auth/verify-email and GET /auth/reset-password (api/auth-pages.ts) still answer links
+ * mailed before.
+ */
 export function verificationEmail(publicUrl: string, token: string, ttlMinutes: number): Content {
   return linkEmail(
     'Confirm your email address',
     'Welcome to Tidings. Please confirm that this is your email address.',
     'Confirm your email address',
-    `${publicUrl}/auth/verify-email?token=${encodeURIComponent(token)}`,
+    `${publicUrl}/app/verify?token=${encodeURIComponent(token)}`,
     ttlMinutes,
     'If you did not sign up, you can ignore this email.',
   );
@@ -39,7 +44,7 @@ export function passwordResetEmail(publicUrl: string, token: string, ttlMinutes:
     'Reset your password',
     'Someone (hopefully you) asked to reset the password of your Tidings account.',
     'Choose a new password',
-    `${publicUrl}/auth/reset-password?token=${encodeURIComponent(token)}`,
+    `${publicUrl}/app/reset?token=${encodeURIComponent(token)}`,
     ttlMinutes,
     'If you did not ask for this, ignore this email: your password stays as it is.',
   );

@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Request, RequestHandler } from 'express';
 import { type Actor, memberRole, roleAtLeast } from '../../db/accounts/members';
 import type { SessionUser } from '../../db/accounts/users';
+import type { Clock } from '../../db/clock';
 import { Coalescer } from '../../db/coalescer';
 import { findProjectsByKeys, type KeyLookup, type KeyOwner } from '../../db/projects/projects';
 import type { Orm } from '../../db/orm';
@@ -41,12 +42,12 @@ const accessDenied = () =>
  * Who may call a route: a project key (Bearer sk_/pk_), or a signed-in member of the project.
  * A disabled project still answers reads, so its owners can see why; writes get 403 PROJECT_DISABLED.
  */
-export function authenticate(sessionSecret: string, orm: Orm) {
+export function authenticate(sessionSecret: string, orm: Orm, clock: Clock) {
   // Concurrent requests' keys are looked up (and counted) in one statement (db/coalescer.ts): under
   // load the statement's fixed cost is paid once per batch, not once per request.
   // One manager for every batch: raw statements only take a pooled connection through it.
   const em = orm.em.fork();
-  const keyLookups = new Coalescer<KeyLookup, KeyOwner | null>((lookups) => findProjectsByKeys(em, lookups), KEY_LOOKUP_BATCHES);
+  const keyLookups = new Coalescer<KeyLookup, KeyOwner | null>((lookups) => findProjectsByKeys(em, lookups, clock()), KEY_LOOKUP_BATCHES);
   return (route: GuardedRoute): RequestHandler =>
     async (req, res, next) => {
       try {

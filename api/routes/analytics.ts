@@ -1,4 +1,4 @@
-import { campaignStats, timeseries, topCampaigns, topEvents, zonedMidnight } from '../../db/insights/analytics';
+import { campaignStats, DEFAULT_METRICS, timeseries, topCampaigns, topEvents, zonedMidnight } from '../../db/insights/analytics';
 import type { AppDeps } from '../context';
 import type { RouteRegistry } from '../routing';
 import { isDateOnly, toInstant } from '../schemas/feed';
@@ -21,7 +21,7 @@ export function registerAnalyticsRoutes(api: RouteRegistry, _deps: AppDeps): voi
     method: 'get',
     path: '/analytics/timeseries',
     tag: 'Analytics',
-    summary: 'Emails sent, opened and clicked per hour, day, week or month; every bucket present, empty ones as 0',
+    summary: 'Email sends, deliveries, opens, clicks, bounces and complaints per hour, day, week or month; every bucket present, empty ones as 0',
     auth: 'secret',
     query: timeseriesQuery,
     response: timeseriesResponse,
@@ -29,7 +29,7 @@ export function registerAnalyticsRoutes(api: RouteRegistry, _deps: AppDeps): voi
       // A date-only from/to is midnight in the requested zone, like the buckets.
       const at = (s: string | undefined) => (s === undefined ? null : isDateOnly(s) ? zonedMidnight(s, query.timezone) : toInstant(s));
       return timeseries(scope.em, project.id, {
-        metrics: query.metric ?? ['sends', 'opens', 'clicks'],
+        metrics: query.metric ?? DEFAULT_METRICS,
         interval: query.interval,
         timezone: query.timezone,
         from: at(query.from),

@@ -29,7 +29,7 @@ export function registerAuthRoutes(api: RouteRegistry, deps: AppDeps): void {
   // Made now, so the first login with an unknown email takes no longer than any other.
   void decoyHash();
   const clientIp = (req: Request) => req.ip ?? req.socket.remoteAddress ?? 'unknown';
-  const mailLimit = (req: Request) => ({ ip: clientIp(req), perMinute: config.auth.loginAttemptsPerMinute });
+  const attemptLimit = (req: Request) => ({ ip: clientIp(req), perMinute: config.auth.loginAttemptsPerMinute, now: deps.clock() });
   const mail = accountMail(deps);
 
   api.add({
@@ -48,7 +48,7 @@ export function registerAuthRoutes(api: RouteRegistry, deps: AppDeps): void {
           suggestion: 'Ask the operator for an account (DISABLE_SIGNUPS is set).',
         });
       }
-      const signedIn = await signUp(scope.em, body, mail, mailLimit(req));
+      const signedIn = await signUp(scope.em, body, mail, attemptLimit(req));
       await setSessionCookie(res, config, deps.sessionSecret, signedIn.session);
       return { user: signedIn.user };
     },
@@ -63,7 +63,7 @@ export function registerAuthRoutes(api: RouteRegistry, deps: AppDeps): void {
     body: loginBody,
     response: userResponse,
     handler: async ({ scope, body, req, res }) => {
-      const signedIn = await logIn(scope.em, { ...body, ip: clientIp(req) }, config.auth.loginAttemptsPerMinute);
+      const signedIn = await logIn(scope.em, body, attemptLimit(req));
       await setSessionCookie(res, config, deps.sessionSecret, signedIn.session);
       return { user: signedIn.user };
     },
@@ -107,7 +107,7 @@ export function registerAuthRoutes(api: RouteRegistry, deps: AppDeps): void {
     response: acceptedResponse,
     status: 202,
     handler: async ({ scope, user, req }) => {
-      await requestVerification(scope.em, user, mail, mailLimit(req));
+      await requestVerification(scope.em, user, mail, attemptLimit(req));
       return { success: true as const, message: `A verification email is on its way to ${user.email}` };
     },
   });
@@ -153,7 +153,7 @@ export function registerAuthRoutes(api: RouteRegistry, deps: AppDeps): void {
     response: acceptedResponse,
     status: 202,
     handler: async ({ scope, body, req }) => {
-      await requestPasswordReset(scope.em, body.email, mail, mailLimit(req));
+      await requestPasswordReset(scope.em, body.email, mail, attemptLimit(req));
       return { success: true as const, message: 'If an account exists for this email, a reset link is on its way' };
     },
   });

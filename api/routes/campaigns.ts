@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import {
   campaignStats,
+  countAudience,
   deleteCampaign,
   duplicateCampaign,
   getCampaign,
@@ -11,6 +12,8 @@ import type { RouteRegistry } from '../routing';
 import { ERROR_TEXT } from '../openapi';
 import { cursorPage, idParams } from '../schemas/common';
 import {
+  audienceQuery,
+  audienceResponse,
   campaignListQuery,
   campaignSchema,
   campaignStatsSchema,
@@ -54,6 +57,25 @@ SENDING campaign can be CANCELLED. Only DRAFT and SCHEDULED campaigns can be edi
     response: campaignSchema,
     status: 201,
     handler: ({ scope, project, body }) => draftCampaign(deps, scope.em, project.id, body),
+  });
+
+  // Before /campaigns/:id, which would otherwise take "audience" for an id.
+  api.add({
+    method: 'get',
+    path: '/campaigns/audience',
+    tag: 'Campaigns',
+    summary: 'Count the recipients an audience (a segment, or every subscribed contact) would have if a campaign were sent now',
+    description: `The count \`POST /campaigns/{id}/send\` makes before sending, for a campaign being composed: the
+subscribed members of \`segmentId\` (a TRANSACTIONAL campaign to a segment also reaches its unsubscribed
+members), or every subscribed contact when no segment is given. The audience is frozen only when sending starts.`,
+    errors: { 404: '`SEGMENT_NOT_FOUND`: no such segment in the project' },
+    auth: 'secret',
+    query: audienceQuery,
+    response: audienceResponse,
+    handler: async ({ scope, project, query }) => {
+      const audience = { segmentId: query.segmentId ?? null, type: query.type };
+      return { ...audience, recipients: await countAudience(scope.em, project.id, audience) };
+    },
   });
 
   api.add({

@@ -1,12 +1,13 @@
 import { z } from 'zod';
-import { deleteContact, getContact, listContacts, lookupContacts, updateContact, upsertContact } from '../../db/contacts/contacts';
+import { deleteContact, getContact, lookupContacts, updateContact, upsertContact } from '../../db/contacts/contacts';
 import type { RouteRegistry } from '../routing';
 import type { AppDeps } from '../context';
+import { listContactsMatching } from '../use-cases/contact-list';
 import { cursorPage, idParams } from '../schemas/common';
+import { listContactsQuery } from '../schemas/contact-list';
 import {
   contactSchema,
   createContactBody,
-  listContactsQuery,
   lookupBody,
   lookupResponse,
   updateContactBody,
@@ -18,13 +19,19 @@ export function registerContactRoutes(api: RouteRegistry, _deps: AppDeps): void 
     method: 'get',
     path: '/contacts',
     tag: 'Contacts',
-    summary: 'List contacts, newest first (cursor pagination; `search` matches part of the email)',
+    summary: 'List contacts, newest first (cursor pagination; filter by part of the email, subscription, a condition)',
     description: `Pages of up to \`limit\` contacts (default 20, at most 100), newest first. Pass the returned \`cursor\`
-to get the next page; it is \`null\` on the last one. \`total\` counts the matching contacts on the first page.`,
+to get the next page; it is \`null\` on the last one. \`total\` counts the matching contacts on the first page.
+
+The filters combine; send the same ones with the cursor:
+- \`search\`: part of the email, case-insensitive.
+- \`subscribed\`: \`true\` or \`false\`.
+- \`condition\`: a segment condition as JSON (URL-encoded), evaluated now as a DYNAMIC segment's would be
+  (\`POST /segments\` describes the fields and operators): the members such a segment would have, without saving one.`,
     auth: 'secret',
     query: listContactsQuery,
     response: cursorPage(contactSchema),
-    handler: ({ scope, project, query }) => listContacts(scope.em, project.id, query),
+    handler: ({ scope, project, query }) => listContactsMatching(scope.em, project.id, query),
   });
 
   api.add({

@@ -1,12 +1,27 @@
 import { z } from 'zod';
-import { getExecution, listExecutions } from '../../db/journeys/executions';
-import { getJourney } from '../../db/journeys/journeys';
 import type { AppDeps } from '../context';
 import type { RouteRegistry } from '../routing';
 import { cursorPage } from '../schemas/common';
-import { executionParams, executionSchema, listExecutionsQuery, startExecutionBody, journeyIdParams } from '../schemas/executions';
+import {
+  executionParams,
+  executionSchema,
+  journeyIdParams,
+  listExecutionsQuery,
+  simulateEventBody,
+  simulateEventResponse,
+  startExecutionBody,
+  startTestRunBody,
+} from '../schemas/executions';
 import { TEMPORAL_UNAVAILABLE_TEXT } from '../use-cases/call-temporal';
-import { cancelAllExecutions, cancelExecution, enterContact } from '../use-cases/journeys';
+import {
+  cancelAllExecutions,
+  cancelExecution,
+  enterContact,
+  getExecutionView,
+  listExecutionViews,
+  simulateTestRunEvent,
+  startTestRun,
+} from '../use-cases/journeys';
 
 export function registerExecutionRoutes(api: RouteRegistry, deps: AppDeps): void {
   api.add({
@@ -39,18 +54,38 @@ export function registerExecutionRoutes(api: RouteRegistry, deps: AppDeps): void
   });
 
   api.add({
+    method: 'post',
+    path: '/workflows/:id/test-runs',
+    tag: 'Workflow executions',
+    summary: 'Start a test run for a contact: the same execution with every delay and timeout divided by `timeScale`',
+    description: `Runs the workflow's graph as it is now for the contact, whether the workflow is enabled or not (its graph must be
+valid, as enabling checks it: 422 lists the problems). Every DELAY and WAIT_FOR_EVENT timeout is divided by \`timeScale\`
+(default 60: a minute lasts a second). Its steps act for real: SEND_EMAIL sends the email as an execution does,
+WEBHOOK calls the URL, UPDATE_CONTACT changes the contact.
+
+A test run is not an entry: the re-entry rule neither stops it nor counts it, so the contact still enters the
+workflow when its trigger is tracked, and the contact's real executions go on. It is listed with the executions
+(\`test: true\`) and left out of the activity feed and its counts. Events for its WAIT_FOR_EVENT steps can be simulated
+with \`POST /workflows/{id}/executions/{executionId}/events\`; the contact's tracked events reach it too.`,
+    errors: { 503: TEMPORAL_UNAVAILABLE_TEXT },
+    auth: 'secret',
+    params: journeyIdParams,
+    body: startTestRunBody,
+    response: executionSchema,
+    status: 201,
+    handler: ({ scope, project, params, body }) => startTestRun(deps, scope.em, project.id, params.id, body),
+  });
+
+  api.add({
     method: 'get',
     path: '/workflows/:id/executions',
     tag: 'Workflow executions',
-    summary: 'List executions, newest first (cursor pagination; filter by `status`)',
+    summary: 'List executions, newest first (cursor pagination; filter by `status` and `test`)',
     auth: 'secret',
     params: journeyIdParams,
     query: listExecutionsQuery,
     response: cursorPage(executionSchema),
-    handler: async ({ scope, project, params, query }) => {
-      await getJourney(scope.em, project.id, params.id);
-      return listExecutions(scope.em, project.id, params.id, query);
-    },
+    handler: ({ scope, project, params, query }) => listExecutionViews(deps, scope.em, project.id, params.id, query),
   });
 
   api.add({
@@ -61,7 +96,30 @@ export function registerExecutionRoutes(api: RouteRegistry, deps: AppDeps): void
     auth: 'secret',
     params: executionParams,
     response: executionSchema,
-    handler: ({ scope, project, params }) => getExecution(scope.em, project.id, params.id, params.executionId),
+    handler: ({ scope, project, params }) => getExecutionView(deps, scope.em, project.id, params.id, params.executionId),
+  });
+
+  api.add({
+    method: 'post',
+    path: '/workflows/:id/executions/:executionId/events',
+    tag: 'Workflow executions',
+    summary: 'Simulate an event for a test run: it reaches the run as if tracked for its contact, and is not recorded',
+    description: `Delivers \`event\` to the running or waiting test run as a tracked event of its contact: a WAIT_FOR_EVENT step
+waiting for that name takes it (its \`data\` is merged into the context), as it would a real one. Names the service
+records itself (\`email.opened\`, \`email.clicked\`…, \`GET /events/system\`) can be simulated too; one about an email
+without \`data.emailId\` is about the email the current wait waits for. A wait takes only events that arrive while it
+waits, except those about its own email, which it takes whenever they came. Nothing is recorded: the event is not in
+\`GET /events\`, the activity feed or analytics, and it starts no workflow.`,
+    errors: {
+      409: '`NOT_A_TEST_RUN`: the execution is a real one (track the event instead). `EXECUTION_ENDED`: the test run has already ended',
+      503: TEMPORAL_UNAVAILABLE_TEXT,
+    },
+    auth: 'secret',
+    params: executionParams,
+    body: simulateEventBody,
+    response: simulateEventResponse,
+    status: 202,
+    handler: ({ scope, project, params, body }) => simulateTestRunEvent(deps, scope.em, project.id, params.id, params.executionId, body),
   });
 
   api.add({

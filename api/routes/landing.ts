@@ -12,7 +12,10 @@ export function registerLandingRoutes(api: RouteRegistry, deps: AppDeps): void {
     ['/health', 'Health check', 'database and Temporal connectivity'],
   ];
   if (config.temporal.uiUrl) links.push([config.temporal.uiUrl, 'Temporal Web UI', 'workflow executions, their history and search']);
-  if (config.outbox) links.push(['/outbox', 'Outbox', 'no SMTP relay is configured: mail is written here instead of being sent (from this machine only)']);
+  // Behind a proxy (TRUST_PROXY set) the local outbox pages refuse everyone: the dashboard shows each project its own.
+  if (config.outbox && !config.trustProxySet) {
+    links.push(['/outbox', 'Outbox', "no SMTP relay is configured: mail is written here instead of being sent (from this machine only, not through a proxy; a project's own mail is also in the dashboard's Outbox)"]);
+  }
   const items = links
     .map(([href, label, note]) => `<li><a href="${escapeHtml(href)}">${escapeHtml(label)}</a>: ${escapeHtml(note)}</li>`)
     .join('');

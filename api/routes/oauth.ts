@@ -97,7 +97,7 @@ export function registerOAuthRoutes(api: RouteRegistry, deps: AppDeps): void {
       }
       const signedIn = await signInWithProvider(scope.em, identity, { allowSignup: !config.disableSignups });
       await setSessionCookie(res, config, deps.sessionSecret, signedIn.session);
-      res.redirect(302, `${config.publicUrl}/`);
+      res.redirect(302, `${config.publicUrl}/app/`);
     },
   });
 }

@@ -5,17 +5,40 @@ import { escapeHtml } from '../../mail/html';
 import { listOutbox, type OutboxMessage, outboxDir, readOutboxMessage } from '../../mail/outbox';
 import type { AppDeps } from '../context';
 import type { RouteRegistry } from '../routing';
+import { projectIdParam } from '../schemas/accounts';
+import { outboxMessageParams, outboxMessageSchema, outboxPageSchema, projectOutboxQuery } from '../schemas/outbox';
+import { listProjectOutbox, readProjectOutboxMessage } from '../use-cases/outbox';
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);
 
+/** Headers a proxy adds: a request carrying one was passed on from somewhere else. */
+const PROXY_HEADERS = ['forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-real-ip'];
+
+const notLocal = (why: string) =>
+  new AppError(403, 'OUTBOX_LOCAL_ONLY', `The outbox pages are shown only to a browser on the machine that runs the service: ${why}`, {
+    suggestion: "Open the project's Outbox in the dashboard (/app), which shows each project its own mail, or read the .eml files in $DATA_DIR/outbox.",
+  });
+
 /**
- * The outbox holds every project's mail, so it is shown only where it is a developer's own: in
- * outbox mode, and to a client on this machine (the socket's address, not X-Forwarded-For).
+ * The outbox holds every project's mail, so these pages are shown only where it is a developer's
+ * own: in outbox mode, to a client on the loopback socket that no proxy passed on. A proxy on the
+ * same host connects from loopback too, so a request with a proxy's header is refused, and so is
+ * every request once the operator sets TRUST_PROXY (a proxy may strip or not add those headers).
  */
 function requireLocalOutbox(deps: AppDeps, req: Request): string {
   if (!deps.config.outbox) throw notFound('outbox');
-  if (!LOOPBACK.has(req.socket.remoteAddress ?? '')) {
-    throw new AppError(403, 'FORBIDDEN', 'The outbox is shown only to clients on the machine that runs the service');
+  if (deps.config.trustProxySet) throw notLocal('TRUST_PROXY is set, so requests may come through a proxy');
+  if (PROXY_HEADERS.some((h) => req.headers[h] !== undefined)) throw notLocal('this request came through a proxy');
+  if (!LOOPBACK.has(req.socket.remoteAddress ?? '')) throw notLocal('this request came from another machine');
+  return outboxDir(deps.config.dataDir);
+}
+
+/** The project pages' outbox: 404 unless the service runs in outbox mode. */
+function projectOutboxDir(deps: AppDeps): string {
+  if (!deps.config.outbox) {
+    throw new AppError(404, 'OUTBOX_NOT_FOUND', 'This service sends mail through SMTP_URL: it has no outbox', {
+      suggestion: 'The outbox exists only in outbox mode (no SMTP_URL); follow sent mail with GET /emails/:id and GET /activity.',
+    });
   }
   return outboxDir(deps.config.dataDir);
 }
@@ -63,13 +86,43 @@ function messagePage(m: OutboxMessage): string {
   );
 }
 
-/** Outbox mode's mail, for a developer with no mail client: a list and each message rendered. */
+/**
+ * Outbox mode's mail, for a developer with no mail client: the project's own messages for the
+ * dashboard (a member's session or the project's secret key), and every message as local pages.
+ */
 export function registerOutboxRoutes(api: RouteRegistry, deps: AppDeps): void {
+  api.add({
+    method: 'get',
+    path: '/projects/:id/outbox',
+    tag: 'Projects',
+    summary: "Outbox mode only: the project's own mail written instead of sent, newest first (account mail never shows)",
+    errors: { 404: '`OUTBOX_NOT_FOUND`: the service sends through SMTP_URL and has no outbox. `PROJECT_NOT_FOUND`.' },
+    auth: 'secret',
+    projectParam: 'id',
+    params: projectIdParam,
+    query: projectOutboxQuery,
+    response: outboxPageSchema,
+    handler: ({ scope, project, query }) => listProjectOutbox(scope.em, projectOutboxDir(deps), project.id, query),
+  });
+
+  api.add({
+    method: 'get',
+    path: '/projects/:id/outbox/:messageId',
+    tag: 'Projects',
+    summary: "Outbox mode only: one of the project's messages with its HTML, text, headers and attachments",
+    errors: { 404: "`MESSAGE_NOT_FOUND`: no such message, or another project's. `OUTBOX_NOT_FOUND`: no outbox (SMTP_URL is set)." },
+    auth: 'secret',
+    projectParam: 'id',
+    params: outboxMessageParams,
+    response: outboxMessageSchema,
+    handler: ({ scope, project, params }) => readProjectOutboxMessage(scope.em, projectOutboxDir(deps), project.id, params.messageId),
+  });
+
   api.add({
     method: 'get',
     path: '/outbox',
     tag: 'Service',
-    summary: 'Outbox mode only, from this machine: the mail written instead of sent, newest first (HTML)',
+    summary: 'Outbox mode only, from this machine and not through a proxy: all the mail written instead of sent, newest first (HTML)',
     auth: 'none',
     raw: true,
     handler: async ({ req, res }) => {
@@ -82,7 +135,7 @@ export function registerOutboxRoutes(api: RouteRegistry, deps: AppDeps): void {
     method: 'get',
     path: '/outbox/:id',
     tag: 'Service',
-    summary: 'Outbox mode only, from this machine: one message rendered, with its headers (HTML)',
+    summary: 'Outbox mode only, from this machine and not through a proxy: one message rendered, with its headers (HTML)',
     auth: 'none',
     raw: true,
     params: z.object({ id: z.string().min(1).max(300) }),

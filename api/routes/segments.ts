@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { addStaticMembers, removeStaticMembers, segmentContacts } from '../../db/segments/members';
+import { addStaticMembers, previewMembers, removeStaticMembers, segmentContacts } from '../../db/segments/members';
 import { createSegment, deleteSegment, getSegment, listSegments, updateSegment } from '../../db/segments/segments';
 import type { AppDeps } from '../context';
 import type { RouteRegistry } from '../routing';
@@ -9,11 +9,13 @@ import {
   addMembersResponse,
   computeResponse,
   createSegmentBody,
+  previewSegmentBody,
   refreshResponse,
   removeMembersBody,
   removeMembersResponse,
   segmentContactsQuery,
   segmentContactsResponse,
+  segmentPreviewResponse,
   segmentSchema,
   updateSegmentBody,
 } from '../schemas/segments';
@@ -78,6 +80,19 @@ events that can trigger workflows.`,
     response: segmentSchema,
     status: 201,
     handler: ({ scope, project, body }) => saveSegment(deps, project.id, () => createSegment(scope.em, project.id, body)),
+  });
+
+  api.add({
+    method: 'post',
+    path: '/segments/preview',
+    tag: 'Segments',
+    summary: 'Count the contacts a condition (saved or not) matches now, with the newest of them; nothing is written',
+    description: `The condition is validated and evaluated as a DYNAMIC segment's (same rules, same query), so \`count\` is the
+\`memberCount\` saving it would store. Give \`segmentId\` when editing a segment, so a reference back to it is refused.`,
+    auth: 'secret',
+    body: previewSegmentBody,
+    response: segmentPreviewResponse,
+    handler: ({ scope, project, body }) => previewMembers(scope.em, project.id, body),
   });
 
   api.add({

@@ -13,7 +13,18 @@ import type { AppDeps } from '../context';
 import type { RouteRegistry } from '../routing';
 import { ERROR_TEXT } from '../openapi';
 import { cursorPage, idParams } from '../schemas/common';
-import { createTemplateBody, templateListQuery, templateSchema, templateUsageSchema, updateTemplateBody } from '../schemas/templates';
+import {
+  createTemplateBody,
+  previewTemplateBody,
+  templateListQuery,
+  templatePreviewSchema,
+  templateSchema,
+  templateTestResponse,
+  templateUsageSchema,
+  testTemplateBody,
+  updateTemplateBody,
+} from '../schemas/templates';
+import { previewTemplate, sendTemplateTest } from '../use-cases/templates';
 
 export function registerTemplateRoutes(api: RouteRegistry, deps: AppDeps): void {
   api.add({
@@ -48,6 +59,20 @@ tracking); TRANSACTIONAL (the default) is for mail the contact asked for.`,
       if (body.from) await requireVerifiedSender(scope.em, project.id, body.from, deps.config);
       return createTemplate(scope.em, project.id, body);
     },
+  });
+
+  api.add({
+    method: 'post',
+    path: '/templates/preview',
+    tag: 'Templates',
+    summary: 'Render a subject and body (saved or not) for a contact, as a send would; nothing is written',
+    description: `The same rendering as a send (variables, \`??\` fallbacks, \`data\` over the contact's data, the
+unsubscribe footer for MARKETING), without open and click tracking. A syntax error is a 422 naming \`subject\` or
+\`body\`. \`variables\` lists what the template reads and whether this contact has each.`,
+    auth: 'secret',
+    body: previewTemplateBody,
+    response: templatePreviewSchema,
+    handler: ({ scope, project, body }) => previewTemplate(deps, scope.em, project.id, body),
   });
 
   api.add({
@@ -102,6 +127,23 @@ tracking); TRANSACTIONAL (the default) is for mail the contact asked for.`,
     response: templateSchema,
     status: 201,
     handler: ({ scope, project, params }) => duplicateTemplate(scope.em, project.id, params.id),
+  });
+
+  api.add({
+    method: 'post',
+    path: '/templates/:id/test',
+    tag: 'Templates',
+    summary: 'Send the saved template to one address, as /v1/send would (without open and click tracking)',
+    description: `Goes the way of \`POST /v1/send\` with \`{to: email, template: id}\`: rendered with the contact of that address
+(which, as with any send, becomes a contact, not subscribed, if it was none), from the template's sender, and counted
+as transactional mail.`,
+    errors: { 402: ERROR_TEXT.billingLimit, 403: ERROR_TEXT.domainNotVerified },
+    auth: 'secret',
+    params: idParams,
+    body: testTemplateBody,
+    response: templateTestResponse,
+    status: 202,
+    handler: ({ scope, project, params, body }) => sendTemplateTest(deps, scope, project.id, params.id, body.email),
   });
 
   api.add({

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { INTERVALS, MAX_BUCKETS, METRICS, TOP_CAMPAIGN_METRICS, type Metric } from '../../db/insights/analytics';
+import { DEFAULT_METRICS, INTERVALS, MAX_BUCKETS, METRICS, TOP_CAMPAIGN_METRICS, type Metric } from '../../db/insights/analytics';
 import { checkRange, rangeShape } from './feed';
 
 /** An IANA zone name the runtime knows (Europe/Paris, America/New_York, UTC). */
@@ -38,7 +38,10 @@ export const timeseriesQuery = z
   .object({
     metric: metricsParam
       .optional()
-      .describe('sends, opens, clicks, several comma-separated, or all (default): which counts each bucket carries'),
+      .describe(
+        `Which counts each bucket carries: one of ${METRICS.join(', ')}, several comma-separated, or all. ` +
+          `Default: ${DEFAULT_METRICS.join(',')}`,
+      ),
     interval: z.enum(INTERVALS).default('day').describe('Bucket size (default day)'),
     from: rangeShape.from.describe(
       `Start, inclusive: ISO date-time with offset, or a date (midnight in \`timezone\`). Default: 30 days (day), 24 hours (hour), ` +
@@ -64,12 +67,24 @@ export const timeseriesResponse = z.object({
       z.object({
         bucket: z.string().describe('Start of the bucket: midnight (day), the hour, Monday (week) or the 1st (month) in `timezone`'),
         sends: count.optional().describe('Emails sent (accepted by the relay) in the bucket'),
+        deliveries: count.optional().describe('Emails the receiving server reported delivered in the bucket'),
         opens: count.optional().describe('Emails first opened in the bucket'),
         clicks: count.optional().describe('Emails first clicked in the bucket'),
+        bounces: count.optional().describe('Emails that bounced in the bucket (refused by the relay, or bounced back later)'),
+        complaints: count.optional().describe('Emails marked as spam in the bucket'),
       }),
     )
     .describe('Every bucket from the one holding `from` to the one holding the end, oldest first, empty ones as 0; only the requested metrics'),
-  totals: z.object({ sends: count.optional(), opens: count.optional(), clicks: count.optional() }).describe('Sums over the range'),
+  totals: z
+    .object({
+      sends: count.optional(),
+      deliveries: count.optional(),
+      opens: count.optional(),
+      clicks: count.optional(),
+      bounces: count.optional(),
+      complaints: count.optional(),
+    })
+    .describe('Sums over the range'),
 });
 
 export const campaignStatsSchema = z

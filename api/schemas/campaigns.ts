@@ -84,6 +84,7 @@ export const campaignSchema = z
     segmentId: z.string().nullable(),
     status: z.enum(['DRAFT', 'SCHEDULED', 'SENDING', 'SENT', 'CANCELLED']),
     scheduledFor: z.string().nullable(),
+    startedAt: z.string().nullable().describe('When sending began and the audience was frozen; null before'),
     sentAt: z.string().nullable().describe('When the campaign finished sending (SENT)'),
     cancelledAt: z.string().nullable(),
     totalRecipients: z.number().int().describe('The audience frozen when sending began (an estimate counted at send time before that)'),
@@ -94,6 +95,20 @@ export const campaignSchema = z
   .meta({ id: 'Campaign' });
 
 export const campaignListQuery = cursorQuery;
+
+export const audienceQuery = z.object({
+  segmentId: fields.segmentId.describe('The segment the campaign would address; absent: every subscribed contact'),
+  type: fields.type,
+});
+
+export const audienceResponse = z.object({
+  segmentId: z.string().nullable(),
+  type: z.enum(['MARKETING', 'TRANSACTIONAL']),
+  recipients: z
+    .number()
+    .int()
+    .describe('Contacts a campaign with this audience and type would go to if sent now (POST /campaigns/:id/send counts the same way)'),
+});
 
 export const testSendResponse = z.object({
   emailId: z.string().describe('The queued test email'),

@@ -138,6 +138,17 @@ export const updateSegmentBody = z
   })
   .refine((b) => Object.values(b).some((v) => v !== undefined), { message: 'Send at least one of name, description, condition, trackMembership' });
 
+export const previewSegmentBody = z.object({
+  condition: segmentCondition,
+  limit: z.number().int().min(0).max(50).default(10).describe('How many matching contacts to return, newest first'),
+  segmentId: z.string().min(1).optional().describe('The segment being edited: a condition that refers back to it is refused, as on save'),
+});
+
+export const segmentPreviewResponse = z.object({
+  count: z.number().int().describe('Contacts matching the condition now (what saving it would store as memberCount)'),
+  sample: z.array(contactSchema).describe('The newest of them, up to `limit`'),
+});
+
 export const segmentSchema = z
   .object({
     id: z.string(),

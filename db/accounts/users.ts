@@ -78,9 +78,9 @@ export async function signUp(
   em: EntityManager,
   input: { email: string; password: string; name?: string },
   mail: TokenMail,
-  limit: MailRequestLimit,
+  limit: AttemptLimit,
 ): Promise<SignedIn> {
-  await countAttempt(em, [`signup-ip:${limit.ip}`], limit.perMinute, 'sign-ups');
+  await countAttempt(em, [`signup-ip:${limit.ip}`], limit, 'sign-ups');
   const passwordHash = await hashPassword(input.password);
   return em.transactional(async (tx) => {
     const row = await queryOne<UserRow>(
@@ -154,9 +154,9 @@ const invalidCredentials = () =>
  * Counts one attempt in each bucket's shared one-minute window (db/projects/rate-limit.ts); over the limit
  * in any of them → 429 with the wait until that window ends.
  */
-async function countAttempt(em: EntityManager, buckets: string[], perMinute: number, what: string): Promise<void> {
+async function countAttempt(em: EntityManager, buckets: string[], { perMinute, now }: AttemptLimit, what: string): Promise<void> {
   const windows = [];
-  for (const bucket of buckets) windows.push(await hitRateLimit(em, bucket));
+  for (const bucket of buckets) windows.push(await hitRateLimit(em, bucket, now));
   const over = windows.filter((w) => w.count > perMinute);
   if (over.length === 0) return;
   const wait = Math.max(...over.map((w) => w.resetSeconds));
@@ -173,10 +173,10 @@ async function countAttempt(em: EntityManager, buckets: string[], perMinute: num
  */
 export async function logIn(
   em: EntityManager,
-  input: { email: string; password: string; ip: string },
-  attemptsPerMinute: number,
+  input: { email: string; password: string },
+  limit: AttemptLimit,
 ): Promise<SignedIn> {
-  await countAttempt(em, [`login-ip:${input.ip}`, `login-account:${input.email}`], attemptsPerMinute, 'sign-in attempts');
+  await countAttempt(em, [`login-ip:${limit.ip}`, `login-account:${input.email}`], limit, 'sign-in attempts');
   const row = await queryOne<UserRow & { password_hash: string }>(em, `select ${USER_COLUMNS}, password_hash from users where email = ?`, [
     input.email,
   ]);
@@ -186,20 +186,23 @@ export async function logIn(
 }
 
 /**
- * Account mail requests are limited like logins, so nobody can flood a mailbox through us. The
- * limit applies to unknown addresses alike: a 429 says nothing about whether an account exists.
+ * Sign-ins, sign-ups and account mail requests are counted per client IP (and per account where
+ * there is one) in one-minute windows, so nobody can guess passwords or flood a mailbox through us.
+ * The limit applies to unknown addresses alike: a 429 says nothing about whether an account exists.
  */
-export interface MailRequestLimit {
+export interface AttemptLimit {
   ip: string;
   perMinute: number;
+  /** The request's time (db/clock.ts): which window it counts in. */
+  now: Date;
 }
 
 /** A new verification email for a signed-in user whose address is not verified yet. */
-export async function requestVerification(em: EntityManager, user: SessionUser, mail: TokenMail, limit: MailRequestLimit): Promise<void> {
+export async function requestVerification(em: EntityManager, user: SessionUser, mail: TokenMail, limit: AttemptLimit): Promise<void> {
   if (user.emailVerified) {
     throw conflict('This email address is already verified', 'Nothing to do.', 'EMAIL_ALREADY_VERIFIED');
   }
-  await countAttempt(em, [`mail-ip:${limit.ip}`, `mail-account:${user.email}`], limit.perMinute, 'account email requests');
+  await countAttempt(em, [`mail-ip:${limit.ip}`, `mail-account:${user.email}`], limit, 'account email requests');
   await em.transactional((tx) => queueTokenEmail(tx, mail, user, 'verify-email'));
 }
 
@@ -216,8 +219,8 @@ export async function verifyEmail(em: EntityManager, token: string): Promise<Acc
 }
 
 /** Queues a reset email when the account exists; says nothing either way (the caller answers the same). */
-export async function requestPasswordReset(em: EntityManager, email: string, mail: TokenMail, limit: MailRequestLimit): Promise<void> {
-  await countAttempt(em, [`mail-ip:${limit.ip}`, `mail-account:${email}`], limit.perMinute, 'account email requests');
+export async function requestPasswordReset(em: EntityManager, email: string, mail: TokenMail, limit: AttemptLimit): Promise<void> {
+  await countAttempt(em, [`mail-ip:${limit.ip}`, `mail-account:${email}`], limit, 'account email requests');
   await em.transactional(async (tx) => {
     const row = await queryOne<{ id: string; email: string }>(tx, `select id, email from users where email = ?`, [email]);
     if (row) await queueTokenEmail(tx, mail, row, 'reset-password');

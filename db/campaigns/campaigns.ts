@@ -7,7 +7,7 @@ import { newId } from '../ids';
 import { MESSAGE_FIELD_COLUMNS, messageFields } from '../templates/message-fields';
 import { type CursorPage, projectRowsPage } from '../paging';
 import { planEmails, prepareEmail, writeEmails } from '../messages/prepare';
-import { segmentContactsSql } from '../segments/audience';
+import { segmentPredicate } from '../segments/audience';
 import { query, queryOne } from '../sql';
 
 /** Longest campaign name the API accepts (api/schemas/campaigns.ts). */
@@ -50,6 +50,8 @@ export interface CampaignDto {
   segmentId: string | null;
   status: CampaignStatus;
   scheduledFor: string | null;
+  /** When sending began and the audience was frozen; null before. */
+  startedAt: string | null;
   /** When the last email was handed over and the campaign became SENT. */
   sentAt: string | null;
   cancelledAt: string | null;
@@ -86,6 +88,7 @@ export interface CampaignRow {
   segment_id: string | null;
   status: CampaignStatus;
   scheduled_for: Date | null;
+  snapshot_at: Date | null;
   sent_at: Date | null;
   cancelled_at: Date | null;
   total_recipients: number;
@@ -94,7 +97,7 @@ export interface CampaignRow {
 }
 
 const COLUMNS = `id, project_id, name, description, subject, body, from_email, from_name, reply_to, type, segment_id, status,
-  scheduled_for, sent_at, cancelled_at, total_recipients, created_at, updated_at`;
+  scheduled_for, snapshot_at, sent_at, cancelled_at, total_recipients, created_at, updated_at`;
 
 /** API field → column, for inserts and replacements. */
 const FIELD_COLUMNS: Record<keyof CampaignInput, string> = { ...MESSAGE_FIELD_COLUMNS, segmentId: 'segment_id' };
@@ -109,6 +112,7 @@ function toDto(row: CampaignRow, stats: CampaignStats): CampaignDto {
     segmentId: row.segment_id,
     status: row.status,
     scheduledFor: iso(row.scheduled_for),
+    startedAt: iso(row.snapshot_at),
     sentAt: iso(row.sent_at),
     cancelledAt: iso(row.cancelled_at),
     totalRecipients: row.total_recipients,
@@ -211,8 +215,8 @@ export async function audienceSql(
   const params: unknown[] = [projectId];
   if (subscribedOnly) where.push('c.subscribed');
   if (campaign.segmentId !== null) {
-    const segment = await segmentContactsSql(em, projectId, campaign.segmentId);
-    where.push(`c.id in (${segment.sql})`);
+    const segment = await segmentPredicate(em, projectId, campaign.segmentId);
+    where.push(`(${segment.sql})`);
     params.push(...segment.params);
   }
   return { sql: `select c.id from contacts c where ${where.join(' and ')}`, params };
@@ -228,9 +232,9 @@ export async function countAudience(
   return Number(row!.n);
 }
 
-/** The segment must exist in the project (segmentContactsSql refuses one that does not). */
+/** The segment must exist in the project (segmentPredicate refuses one that does not). */
 export async function checkSegment(em: EntityManager, projectId: string, segmentId: string | null | undefined): Promise<void> {
-  if (segmentId) await segmentContactsSql(em, projectId, segmentId);
+  if (segmentId) await segmentPredicate(em, projectId, segmentId);
 }
 
 // ---- CRUD -----------------------------------------------------------------------------------------

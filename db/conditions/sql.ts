@@ -135,7 +135,7 @@ export interface CompiledSql {
 
 /**
  * A predicate over `contacts c` (true or false, never NULL). It does not restrict the project:
- * callers add `c.project_id = ?` (segmentContactsSql does).
+ * callers add `c.project_id = ?` (segmentPredicate's callers do).
  */
 export function compileCondition(condition: Condition, ctx: CompileContext): CompiledSql {
   const compiled = compileNode(condition, ctx);

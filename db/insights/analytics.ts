@@ -10,13 +10,23 @@ import { query, queryOne } from '../sql';
  * An email counts once per fact: "opens" are emails opened (at their first open), not pixel hits.
  */
 
-export const METRICS = ['sends', 'opens', 'clicks'] as const;
+export const METRICS = ['sends', 'deliveries', 'opens', 'clicks', 'bounces', 'complaints'] as const;
 export type Metric = (typeof METRICS)[number];
 export const INTERVALS = ['hour', 'day', 'week', 'month'] as const;
 export type Interval = (typeof INTERVALS)[number];
 export const MAX_BUCKETS = 1000;
 
-const METRIC_COLUMN: Record<Metric, string> = { sends: 'sent_at', opens: 'opened_at', clicks: 'clicked_at' };
+/** The send, open and click series the spec names; the other metrics are asked for by name (or `all`). */
+export const DEFAULT_METRICS: readonly Metric[] = ['sends', 'opens', 'clicks'];
+
+const METRIC_COLUMN: Record<Metric, string> = {
+  sends: 'sent_at',
+  deliveries: 'delivered_at',
+  opens: 'opened_at',
+  clicks: 'clicked_at',
+  bounces: 'bounced_at',
+  complaints: 'complained_at',
+};
 /** Buckets shown when `from` is omitted. */
 const DEFAULT_BUCKETS: Record<Interval, number> = { hour: 24, day: 30, week: 12, month: 12 };
 /** Nominal bucket lengths: a cheap bound on an explicit range before Postgres counts exactly. */
@@ -56,12 +66,7 @@ export interface SeriesRequest {
   campaignId?: string;
 }
 
-export interface SeriesPoint {
-  bucket: string;
-  sends?: number;
-  opens?: number;
-  clicks?: number;
-}
+export type SeriesPoint = { bucket: string } & Partial<Record<Metric, number>>;
 
 export interface Series {
   interval: Interval;

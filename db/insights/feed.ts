@@ -15,7 +15,8 @@ import { query, queryOne } from '../sql';
  * - an emitted event (`email.*`, `contact.*`, `segment.*`, the reserved prefixes) is its own type;
  *   `email.received` is the inbound one (mail the contact sent us, api/use-cases/inbound.ts);
  * - a tracked event is `event.tracked`, its name in `name`;
- * - `workflow.started` (execution started_at), `workflow.completed` (finished_at of COMPLETED ones),
+ * - `workflow.started` (execution started_at), `workflow.completed` (finished_at of COMPLETED ones;
+ *   test runs of a journey are left out of both, and of the upcoming executions),
  *   `campaign.sent` (sent_at), `campaign.scheduled` (campaigns with a scheduled_for, placed at the moment
  *   they were last scheduled or moved; at created_at for those scheduled before that was kept) come from those tables. They are not read
  *   from `events`: `campaign.*` and `workflow.*` are not reserved, so a client may track such names,
@@ -137,7 +138,7 @@ function branches(projectId: string, filter: FeedFilter): Branch[] {
     time,
     id: `x.id || '${suffix}'`,
     contact: 'x.contact_id',
-    where: ['x.project_id = ?', ...extra],
+    where: ['x.project_id = ?', 'not x.test', ...extra],
     params: [projectId],
   });
   if (wants('workflow.started')) out.push(execution('workflow.started', ':started', 'x.started_at', []));
@@ -329,9 +330,9 @@ export async function feedTypes(em: EntityManager, projectId: string): Promise<s
   const rows = await query<{ type: string }>(
     em,
     `select distinct ${EVENT_TYPE_SQL} as type from events e where e.project_id = ?
-     union select 'workflow.started' where exists (select 1 from workflow_executions where project_id = ?)
+     union select 'workflow.started' where exists (select 1 from workflow_executions where project_id = ? and not test)
      union select 'workflow.completed' where exists (
-       select 1 from workflow_executions where project_id = ? and status = 'COMPLETED' and finished_at is not null)
+       select 1 from workflow_executions where project_id = ? and status = 'COMPLETED' and finished_at is not null and not test)
      union select 'campaign.scheduled' where exists (select 1 from campaigns where project_id = ? and scheduled_for is not null)
      union select 'campaign.sent' where exists (select 1 from campaigns where project_id = ? and sent_at is not null)
      order by 1`,
@@ -381,7 +382,7 @@ export async function upcomingFeed(em: EntityManager, projectId: string, limit: 
     `select x.id, x.workflow_id, w.name as workflow_name, x.contact_id, c.email, x.waiting_for_event, x.current_step_id,
        x.started_at, x.updated_at
      from workflow_executions x join workflows w on w.id = x.workflow_id left join contacts c on c.id = x.contact_id
-     where x.project_id = ? and x.status = 'WAITING' order by x.updated_at, x.id limit ?`,
+     where x.project_id = ? and x.status = 'WAITING' and not x.test order by x.updated_at, x.id limit ?`,
     [projectId, limit],
   );
   return {

@@ -33,6 +33,12 @@ export interface ExecutionDto {
   error: string | null;
   startedAt: string;
   finishedAt: string | null;
+  /** A test run (POST /workflows/:id/test-runs): not an entry of its contact, and left out of the activity counts. */
+  test: boolean;
+  /** What its timers are divided by: a test run's timeScale, 1 for every other execution. */
+  timeScale: number;
+  /** The run of its Temporal workflow, when the API started it; null for the trigger dispatcher's starts. */
+  temporalRunId: string | null;
   steps?: ExecutionStepDto[];
 }
 
@@ -48,10 +54,13 @@ interface ExecutionRow {
   error: string | null;
   started_at: Date;
   finished_at: Date | null;
+  test: boolean;
+  time_scale: number;
+  temporal_run_id: string | null;
 }
 
 const COLUMNS =
-  'id, workflow_id, contact_id, status, current_step_id, waiting_for_event, context, exit_reason, error, started_at, finished_at';
+  'id, workflow_id, contact_id, status, current_step_id, waiting_for_event, context, exit_reason, error, started_at, finished_at, test, time_scale, temporal_run_id';
 const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
 
 const toDto = (r: ExecutionRow): ExecutionDto => ({
@@ -66,6 +75,9 @@ const toDto = (r: ExecutionRow): ExecutionDto => ({
   error: r.error,
   startedAt: new Date(r.started_at).toISOString(),
   finishedAt: iso(r.finished_at),
+  test: r.test,
+  timeScale: Number(r.time_scale),
+  temporalRunId: r.temporal_run_id,
 });
 
 /**
@@ -87,12 +99,17 @@ export interface ExecutionClaim {
   executionId?: string;
   /** The email events its WAIT_FOR_EVENT steps wait for: its own emails' outcomes reach it in any step (db/record-events.ts). */
   emailWaits?: string[];
+  /**
+   * A test run with its timers divided by `timeScale`: no entry is claimed (the re-entry rule
+   * neither applies to it nor counts it), and the contact's real executions do not conflict with it.
+   */
+  test?: { timeScale: number };
 }
 
 /**
  * The entry (the re-entry rule) and the execution row, and with them the first step's start when
  * it is given: null when the contact may not enter. A claim found again (the same execution id)
- * says whether its first step's start is recorded.
+ * says whether its first step's start is recorded. A test run claims no entry and is always written.
  */
 export async function claimExecution(
   em: EntityManager,
@@ -112,9 +129,9 @@ export async function claimExecution(
        select ?, ? where ? and not exists (select 1 from found)
        on conflict do nothing returning 1
      ), exe as (
-       insert into workflow_executions (id, project_id, workflow_id, contact_id, context, current_step_id, status, waiting_for_event, email_waits)
-       select ?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?::text[] where not exists (select 1 from found) and (? or exists (select 1 from entry))
-       on conflict (workflow_id, contact_id) where status in ('RUNNING','WAITING') do nothing
+       insert into workflow_executions (id, project_id, workflow_id, contact_id, context, current_step_id, status, waiting_for_event, email_waits, test, time_scale)
+       select ?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?::text[], ?, ? where not exists (select 1 from found) and (? or exists (select 1 from entry))
+       on conflict (workflow_id, contact_id) where status in ('RUNNING','WAITING') and not test do nothing
        returning id
      ), step as (
        insert into execution_steps (execution_id, seq, step_id, step_type, status)
@@ -126,10 +143,11 @@ export async function claimExecution(
      from (select 1) one left join claimed on true`,
     [
       input.executionId ?? null,
-      input.journeyId, input.contactId, !input.allowReentry,
+      input.journeyId, input.contactId, !input.allowReentry && !input.test,
       input.executionId ?? newId('exe'), input.projectId, input.journeyId, input.contactId, JSON.stringify(input.context),
       firstStep?.stepId ?? null, firstStep?.waiting ? 'WAITING' : 'RUNNING', firstStep?.waitingForEvent ?? null, input.emailWaits ?? [],
-      input.allowReentry,
+      !!input.test, input.test?.timeScale ?? 1,
+      input.allowReentry || !!input.test,
       firstStep?.stepId ?? null, firstStep?.stepType ?? null, firstStep?.stepId ?? null,
       !!firstStep,
       input.journeyId, input.contactId,
@@ -266,13 +284,17 @@ export async function listExecutions(
   em: EntityManager,
   projectId: string,
   journeyId: string,
-  opts: { limit: number; cursor?: string; status?: ExecutionStatus },
+  opts: { limit: number; cursor?: string; status?: ExecutionStatus; test?: boolean },
 ): Promise<CursorPage<ExecutionDto>> {
   const where = ['project_id = ?', 'workflow_id = ?'];
   const params: unknown[] = [projectId, journeyId];
   if (opts.status) {
     where.push('status = ?');
     params.push(opts.status);
+  }
+  if (opts.test !== undefined) {
+    where.push('test = ?');
+    params.push(opts.test);
   }
   const page = await keysetPage<ExecutionRow>(em, {
     from: 'workflow_executions',
@@ -320,15 +342,42 @@ export async function getExecution(em: EntityManager, projectId: string, journey
   };
 }
 
+/** The run of the execution's Temporal workflow, once the API has started it (the Web UI link names it). */
+export async function recordTemporalRunId(em: EntityManager, executionId: string, runId: string): Promise<void> {
+  await query(em, 'update workflow_executions set temporal_run_id = ? where id = ?', [runId, executionId]);
+}
+
+/**
+ * The email an event about an email (email.opened…) simulated for a test run is about: the one
+ * its current wait waits for (the SEND_EMAIL step named by the wait's emailStepId, else the last
+ * email the execution queued), as the wait would pick it; undefined before any email was queued.
+ * The wait's config is read from the journey as it is now, which is the one the run started with
+ * unless the step was edited since.
+ */
+export async function emailOfCurrentWait(em: EntityManager, executionId: string, eventName: string): Promise<string | undefined> {
+  const row = await queryOne<{ email_id: string }>(
+    em,
+    `select s.output->>'emailId' as email_id
+     from workflow_executions x join execution_steps s on s.execution_id = x.id
+     where x.id = ? and s.step_type = 'SEND_EMAIL' and s.output->>'emailId' is not null
+       and s.step_id = coalesce((select w.config->>'emailStepId' from workflow_steps w
+         where w.id = x.current_step_id and w.type = 'WAIT_FOR_EVENT' and w.config->>'eventName' = ?), s.step_id)
+     order by s.seq desc limit 1`,
+    [executionId, eventName],
+  );
+  return row?.email_id;
+}
+
 /** Undoes a claim whose Temporal workflow could not be started, so the contact can enter on a retry. */
 export async function releaseExecution(
   em: EntityManager,
   executionId: string,
-  input: { journeyId: string; contactId: string; allowReentry: boolean },
+  input: Pick<ExecutionClaim, 'journeyId' | 'contactId' | 'allowReentry' | 'test'>,
 ): Promise<void> {
   await transaction(em, async (tx) => {
     await query(tx, 'delete from workflow_executions where id = ?', [executionId]);
-    if (!input.allowReentry) {
+    // A test run claimed no entry: the contact's own one stays.
+    if (!input.allowReentry && !input.test) {
       await query(tx, 'delete from workflow_entries where workflow_id = ? and contact_id = ?', [input.journeyId, input.contactId]);
     }
   });

@@ -3,7 +3,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { notFound } from '../../errors';
 import { type Project, ProjectSchema } from '../entities/project';
 import { newId } from '../ids';
-import { countHitSql, type RateLimitState, rateLimitState } from './rate-limit';
+import { countHitParams, countHitSql, type RateLimitState, rateLimitState } from './rate-limit';
 import { query } from '../sql';
 
 export type KeyKind = 'secret' | 'public';
@@ -83,7 +83,7 @@ const keyKind = (key: string): KeyKind | null => (key.startsWith('sk_') ? 'secre
  * ones): the window of each project is bumped once by the number of requests the batch counts
  * for it, and each request gets the count it would have got alone, in the batch's order.
  */
-export async function findProjectsByKeys(em: EntityManager, lookups: readonly KeyLookup[]): Promise<(KeyOwner | null)[]> {
+export async function findProjectsByKeys(em: EntityManager, lookups: readonly KeyLookup[], now: Date): Promise<(KeyOwner | null)[]> {
   const kinds = lookups.map((l) => keyKind(l.key));
   const known = lookups.flatMap((l, i) => (kinds[i] ? [{ ...l, kind: kinds[i], ord: i }] : []));
   const results: (KeyOwner | null)[] = lookups.map(() => null);
@@ -123,6 +123,7 @@ export async function findProjectsByKeys(em: EntityManager, lookups: readonly Ke
       known.map((l) => !!l.count),
       known.map((l) => l.count?.projectId ?? null),
       known.map((l) => l.count?.writes ?? false),
+      ...countHitParams(now),
     ],
   );
   for (const row of rows) {

@@ -6,10 +6,12 @@ import { type CompiledSql, compileCondition } from '../conditions/sql';
 import { queryOne } from '../sql';
 
 /**
- * `select c.id …` of the members of a segment, for use as a subquery or a cursor source (campaign
- * audiences): a static segment's members, a dynamic segment's contacts matching its condition now.
+ * The predicate, on `contacts c`, of the members of a segment (campaign audiences): a static
+ * segment's members, a dynamic segment's contacts matching its condition now. A predicate rather
+ * than a subquery of ids, so the planner reads the project's contacts once (a semi-join against the
+ * same table took twice as long at 100,000 contacts); callers add `c.project_id = ?`.
  */
-export async function segmentContactsSql(em: EntityManager, projectId: string, segmentId: string): Promise<CompiledSql> {
+export async function segmentPredicate(em: EntityManager, projectId: string, segmentId: string): Promise<CompiledSql> {
   const segment = await queryOne<{ type: 'DYNAMIC' | 'STATIC'; condition: Condition | null }>(
     em,
     'select type, condition from segments where project_id = ? and id = ?',
@@ -17,12 +19,8 @@ export async function segmentContactsSql(em: EntityManager, projectId: string, s
   );
   if (!segment) throw notFound('segment');
   if (segment.type === 'STATIC' || !segment.condition) {
-    return {
-      sql: 'select c.id from contacts c join segment_members sm on sm.contact_id = c.id where sm.segment_id = ? and c.project_id = ?',
-      params: [segmentId, projectId],
-    };
+    return { sql: 'exists (select 1 from segment_members sm where sm.segment_id = ? and sm.contact_id = c.id)', params: [segmentId] };
   }
   const ctx = await loadCompileContext(em, projectId, [segment.condition]);
-  const where = compileCondition(segment.condition, { ...ctx, expanding: new Set([segmentId]) });
-  return { sql: `select c.id from contacts c where c.project_id = ? and (${where.sql})`, params: [projectId, ...where.params] };
+  return compileCondition(segment.condition, { ...ctx, expanding: new Set([segmentId]) });
 }

@@ -3,8 +3,9 @@ import { conflict } from '../../errors';
 import { CONTACT_COLUMNS, type ContactDto, type ContactRow, toContactDto } from '../contacts/contacts';
 import { newId } from '../ids';
 import { type PageBased, pageBased } from '../paging';
-import { query, queryOne, transaction } from '../sql';
-import { countMembers, loadSegmentRow, memberPredicate, type SegmentRow, storeCount } from './segments';
+import { query, queryOne, together, transaction } from '../sql';
+import type { Condition } from '../conditions/grammar';
+import { checkReferences, countMembers, loadSegmentRow, memberPredicate, type SegmentRow, storeCount } from './segments';
 
 /** A segment's members: listed for any segment, edited by email for STATIC ones. */
 
@@ -36,6 +37,35 @@ export async function segmentContacts(
       ),
     async () => (await queryOne<{ n: number }>(em, `select count(*)::int as n from ${from}`, params))!.n,
   );
+}
+
+/**
+ * POST /segments/preview: how many contacts a condition (saved or not) matches now, and the newest
+ * of them, by the same predicate as a dynamic segment's members (memberPredicate), so the count is
+ * what saving it would store. `segmentId`, the segment being edited, is checked and compiled as on
+ * save: a reference back to it is refused.
+ */
+export async function previewMembers(
+  em: EntityManager,
+  projectId: string,
+  input: { condition: Condition; limit: number; segmentId?: string },
+): Promise<{ count: number; sample: ContactDto[] }> {
+  if (input.segmentId) await loadSegmentRow(em, projectId, input.segmentId);
+  await checkReferences(em, projectId, input.condition, input.segmentId);
+  const where = await memberPredicate(em, projectId, { id: input.segmentId, condition: input.condition });
+  const from = `contacts c where c.project_id = ? and (${where.sql})`;
+  const params = [projectId, ...where.params];
+  const [count, sample] = await together(
+    em,
+    async () => (await queryOne<{ n: number }>(em, `select count(*)::int as n from ${from}`, params))!.n,
+    // Sorted by id in the C collation, which no index provides: otherwise the planner walks the id
+    // index backwards for the first matches, which reads every contact when matches are rare or none
+    // (0.5 s at 100,000 in EXPLAIN ANALYZE), where a scan and a top-N sort cost what the count does.
+    // Ids are ASCII, so the order is the same.
+    async () =>
+      (await query<ContactRow>(em, `select ${CONTACT_COLUMNS} from ${from} order by c.id collate "C" desc limit ?`, [...params, input.limit])).map(toContactDto),
+  );
+  return { count, sample };
 }
 
 const staticOnly = (segment: SegmentRow) => {

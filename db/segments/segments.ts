@@ -130,7 +130,7 @@ const conditionError = (message: string, code: string) => validationError([{ fie
  * The checks a condition needs the database for: every segment.<id> it names is a segment of the
  * project, and following those references never leads back to the segment being saved.
  */
-async function checkReferences(em: EntityManager, projectId: string, condition: Condition, selfId?: string): Promise<void> {
+export async function checkReferences(em: EntityManager, projectId: string, condition: Condition, selfId?: string): Promise<void> {
   const direct = referencedSegmentIds(condition);
   if (direct.length === 0) return;
   const rows = await query<{ id: string; condition: Condition | null }>(em, 'select id, condition from segments where project_id = ?', [projectId]);

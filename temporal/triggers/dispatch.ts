@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../../config';
 import type { JsonValue } from '../../db/entities/contact';
-import { activeExecutionIdsOfContact, claimExecution, type ExecutionClaim, journeysTriggeredBy, releaseExecution } from '../../db/journeys/executions';
+import { activeExecutionIdsOfContact, claimExecution, type ExecutionClaim, journeysTriggeredBy, recordTemporalRunId, releaseExecution } from '../../db/journeys/executions';
 import { executionIdFor } from '../../db/events/trigger-outbox';
 import { loadGraph } from '../../db/journeys/stored-graph';
 import type { JourneyGraph } from '../../db/journeys/steps';
@@ -51,15 +51,20 @@ export function journeyLookups(em: EntityManager): JourneyLookups {
  * starts the execution with the graph as it is now. The claim and the start cannot part: with an
  * `executionId` (an event's, executionIdFor) a failed start leaves the claim for the caller's
  * retry, which finds it and starts that execution; without one (a start from the dashboard) the
- * claim is undone and the error goes back to the user.
+ * claim is undone and the error goes back to the user, and a start that succeeded keeps its
+ * Temporal run id for the Web UI link (the dispatcher's starts skip that write).
+ *
+ * A test run (`input.test`) is the same execution with its timers divided by its time scale: the
+ * workflow's input carries the product as its timeScale, so the workflow code is the same.
  */
 export async function startExecution(deps: TriggerDeps, input: ExecutionClaim): Promise<string | null> {
   // The graph first: the claim records the first step's start with it, one activity fewer in the workflow.
   const graph = await (deps.lookups ? deps.lookups.graph(input.journeyId) : loadGraph(deps.em, input.journeyId));
   const claim = await claimExecution(deps.em, { ...input, emailWaits: emailWaitsOf(graph) }, firstStepStart(graph));
   if (!claim) return null;
+  let runId: string | undefined;
   try {
-    await startJourney(
+    runId = await startJourney(
       deps.temporal,
       {
         executionId: claim.id,
@@ -68,17 +73,18 @@ export async function startExecution(deps: TriggerDeps, input: ExecutionClaim): 
         contactId: input.contactId,
         graph,
         context: input.context,
-        timeScale: deps.config.journeyTimeScale,
+        timeScale: deps.config.journeyTimeScale / (input.test?.timeScale ?? 1),
         maxRetryIntervalSeconds: deps.config.sendRetryMaxIntervalSeconds,
         firstStepRecorded: claim.firstStepRecorded,
       },
-      claim.names,
+      { ...claim.names, ...(input.test ? { testTimeScale: input.test.timeScale } : {}) },
     );
-    return claim.id;
   } catch (err) {
     if (!input.executionId) await releaseExecution(deps.em, claim.id, input);
     throw err;
   }
+  if (!input.executionId && runId) await recordTemporalRunId(deps.em, claim.id, runId);
+  return claim.id;
 }
 
 /** The email outcomes the graph's WAIT_FOR_EVENT steps wait for. */

@@ -154,7 +154,7 @@ test('GitHub: a new verified email creates a verified account and signs it in; t
   const who = { email: 'octo@example.org', verified: true, name: 'Octo Cat' };
   const first = await signIn(env, 'github', who);
   expect(first.callback.status).toBe(302);
-  expect(first.callback.headers.location).toBe('http://localhost:3000/');
+  expect(first.callback.headers.location).toBe('http://localhost:3000/app/');
   const cookie = sessionCookieOf(first.callback)!;
   expect(cookie).toMatch(/HttpOnly/);
   const me = await env.http().get('/users/@me').set('Cookie', cookie.split(';')[0]!);

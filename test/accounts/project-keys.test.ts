@@ -1,4 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import type { Response } from 'supertest';
 import type { ProjectWithKeys } from '../../db/projects/projects';
 import { query, queryOne } from '../../db/sql';
@@ -15,6 +18,8 @@ import { startStripeMock, type StripeMock } from '../helpers/stripe-mock';
 
 let mock: StripeMock;
 let env: TestEnv;
+/** Outbox mode (no SMTP_URL): the project's outbox routes read this folder. */
+const dataDir = mkdtempSync(path.join(os.tmpdir(), 'tidings-keys-'));
 let owner: TestUser;
 let stranger: TestUser;
 
@@ -25,6 +30,7 @@ beforeAll(async () => {
     STRIPE_WEBHOOK_SECRET: 'whsec_test_secret_for_tidings',
     STRIPE_PRICE_ID: 'price_tidings_monthly',
     STRIPE_API_URL: mock.url,
+    DATA_DIR: dataDir,
   });
   [owner, stranger] = await Promise.all([createTestUser(env), createTestUser(env)]);
 });
@@ -36,6 +42,8 @@ afterAll(async () => {
 
 interface Fixture {
   project: ProjectWithKeys;
+  /** Set by `withOutboxMessage`: the id of a message of the project in the outbox. */
+  messageId?: string;
   /** A plain member, the target of the member routes. */
   member: TestUser;
   /** An account that is not a member, for adding one. */
@@ -88,6 +96,22 @@ interface Case {
 
 const withCustomer = async (f: Fixture) => {
   await query(em(), `insert into billing_accounts (project_id, provider, customer_id) values (?, 'stripe', ?)`, [f.project.id, `cus_${randomUUID().replace(/-/g, '')}`]);
+};
+
+/** One of the project's emails, as the outbox writer leaves it (mail/outbox.ts names the file after its Message-ID). */
+const withOutboxMessage = async (f: Fixture) => {
+  const emailId = randomUUID();
+  await query(em(), `insert into emails (id, project_id, source, to_email, from_email, subject, body, status) values (?, ?, 'transactional', 'c@keys.test', 'hi@keys.test', 'Keys', 'b', 'SENT')`, [
+    emailId,
+    f.project.id,
+  ]);
+  f.messageId = `_${emailId}_keys.test_`;
+  const dir = path.join(dataDir, 'outbox');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(
+    path.join(dir, `${f.messageId}.eml`),
+    `Message-ID: <${emailId}@keys.test>\r\nFrom: hi@keys.test\r\nTo: c@keys.test\r\nSubject: Keys\r\nDate: ${new Date().toUTCString()}\r\nContent-Type: text/plain\r\n\r\nHello\r\n`,
+  );
 };
 
 const CASES: Case[] = [
@@ -197,6 +221,22 @@ const CASES: Case[] = [
     byKey: 200,
     byOwner: 200,
     check: async (res, f) => expect(res.body.projectId).toBe(f.project.id),
+  },
+  {
+    route: 'GET /projects/{id}/outbox',
+    path: (f) => `/projects/${f.project.id}/outbox`,
+    before: withOutboxMessage,
+    byKey: 200,
+    byOwner: 200,
+    check: async (res, f) => expect(res.body.data.map((m: { id: string }) => m.id)).toEqual([f.messageId]),
+  },
+  {
+    route: 'GET /projects/{id}/outbox/{messageId}',
+    path: (f) => `/projects/${f.project.id}/outbox/${f.messageId}`,
+    before: withOutboxMessage,
+    byKey: 200,
+    byOwner: 200,
+    check: async (res) => expect(res.body).toMatchObject({ subject: 'Keys', text: 'Hello\n' }),
   },
   {
     route: 'GET /projects/{id}/members',

@@ -314,7 +314,7 @@ test('402 BILLING_LIMIT_EXCEEDED is documented on the routes that send under a c
       }
     }
   }
-  expect(with402.sort()).toEqual(['POST /campaigns/{id}/send', 'POST /campaigns/{id}/test', 'POST /v1/send']);
+  expect(with402.sort()).toEqual(['POST /campaigns/{id}/send', 'POST /campaigns/{id}/test', 'POST /templates/{id}/test', 'POST /v1/send']);
   const rateLimited = (doc as unknown as { components: { responses: Record<string, { headers: Record<string, unknown> }> } }).components.responses
     .RateLimited!;
   expect(Object.keys(rateLimited.headers).sort()).toEqual(['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Retry-After']);

@@ -5,6 +5,7 @@ import type { ProjectWithKeys } from '../../db/projects/projects';
 import { query } from '../../db/sql';
 import { TemporalGateway } from '../../temporal/client';
 import { bearer, startTestEnv, type TestEnv } from '../helpers/env';
+import { buildJourney } from '../helpers/journeys';
 
 /**
  * "Write a row, then start its workflow" (api/use-cases/call-temporal.ts) when Temporal cannot be
@@ -82,4 +83,26 @@ test('a sign-up whose verification email cannot start: 503, and no account was c
   const body = { email: 'nobody-yet@example.org', password: 'long enough pw' };
   expectUnavailable(await down.post('/auth/signup').send(body));
   expect((await env.http().post('/auth/login').send(body)).status).toBe(401);
+});
+
+test("a test run Temporal does not take: 503, no execution is left, and the contact's own entry stays", async () => {
+  const wf = await buildJourney(env, project, {
+    eventName: 'entered',
+    steps: [{ key: 'wait', type: 'WAIT_FOR_EVENT', config: { eventName: 'never' } }],
+    transitions: [['trigger', 'wait']],
+  });
+  const contact = await env.http().post('/contacts').set(auth()).send({ email: 'tester@example.org' });
+  const real = await env.http().post(`/workflows/${wf.id}/executions`).set(auth()).send({ contactId: contact.body.id });
+  expect(real.status).toBe(201);
+
+  expectUnavailable(await down.post(`/workflows/${wf.id}/test-runs`).set(auth()).send({ contactId: contact.body.id }));
+  const em = env.orm.em.fork();
+  expect(await query(em, 'select id from workflow_executions where workflow_id = ?', [wf.id])).toEqual([{ id: real.body.id }]);
+  expect(await query(em, 'select contact_id from workflow_entries where workflow_id = ?', [wf.id])).toEqual([{ contact_id: contact.body.id }]);
+
+  // An event for a test run that cannot be signalled: 503 too.
+  const run = await env.http().post(`/workflows/${wf.id}/test-runs`).set(auth()).send({ contactId: contact.body.id });
+  expect(run.status).toBe(201);
+  expectUnavailable(await down.post(`/workflows/${wf.id}/executions/${run.body.id}/events`).set(auth()).send({ event: 'never' }));
+  await env.http().post(`/workflows/${wf.id}/executions/cancel-all`).set(auth());
 });

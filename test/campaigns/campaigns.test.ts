@@ -164,6 +164,7 @@ describe('API and states', () => {
       segmentId: null,
       status: 'DRAFT',
       scheduledFor: null,
+      startedAt: null,
       sentAt: null,
       totalRecipients: 0,
     });
@@ -280,6 +281,8 @@ describe('API and states', () => {
     expect(sent.body.status).toBe('SENDING');
     const done = await waitForStatus(env, project, c.id, 'SENT');
     expect(done.sentAt).not.toBeNull();
+    // Sending began (the audience frozen) before the last email went.
+    expect(Date.parse(String(done.startedAt))).toBeLessThanOrEqual(Date.parse(done.sentAt!));
     expect(done.totalRecipients).toBe(2);
     expect(mailTo('api').map(recipientOf).sort()).toEqual(['api-1@example.org', 'api-2@example.org']);
     expect(done.stats).toMatchObject({ totalRecipients: 2, sent: 2, opened: 0, openRate: 0 });
@@ -303,6 +306,35 @@ describe('API and states', () => {
     // SENT is final.
     expect((await env.http().post(`/campaigns/${c.id}/cancel`).set(auth(project))).status).toBe(409);
     expect((await env.http().put(`/campaigns/${c.id}`).set(auth(project)).send(c)).status).toBe(409);
+  });
+
+  test('GET /campaigns/audience: the recipients a send would count now, by segment and type', async () => {
+    const p = await env.project('campaigns audience');
+    await seedContacts(p, 'aud', 6, 3); // aud-0 and aud-3 unsubscribed
+    const audience = (q: Record<string, string> = {}) => env.http().get('/campaigns/audience').query(q).set(auth(p));
+    expect((await audience()).body).toEqual({ segmentId: null, type: 'MARKETING', recipients: 4 });
+    // "Everyone" is the subscribed contacts whatever the type.
+    expect((await audience({ type: 'TRANSACTIONAL' })).body.recipients).toBe(4);
+    const segment = await env
+      .http()
+      .post('/segments')
+      .set(auth(p))
+      .send({ name: 'first three', type: 'DYNAMIC', condition: { field: 'data.n', operator: 'lessThan', value: 3 } });
+    expect(segment.status).toBe(201);
+    expect((await audience({ segmentId: segment.body.id })).body).toEqual({ segmentId: segment.body.id, type: 'MARKETING', recipients: 2 });
+    // A transactional campaign to a segment reaches its unsubscribed members too.
+    expect((await audience({ segmentId: segment.body.id, type: 'TRANSACTIONAL' })).body.recipients).toBe(3);
+
+    const missing = await audience({ segmentId: 'seg_nope' });
+    expect({ status: missing.status, code: missing.body.error.code }).toEqual({ status: 404, code: 'SEGMENT_NOT_FOUND' });
+    // Another project's segment is not found.
+    const foreign = await env.http().get('/campaigns/audience').query({ segmentId: segment.body.id }).set(auth(project));
+    expect(foreign.status).toBe(404);
+    const badType = await audience({ type: 'NEWSLETTER' });
+    expect({ status: badType.status, fields: badType.body.error.errors.map((e: { field: string }) => e.field) }).toEqual({
+      status: 422,
+      fields: ['query.type'],
+    });
   });
 });
 

@@ -9,7 +9,7 @@ import { resetProject } from '../../db/projects/reset';
 import type { ProjectWithKeys } from '../../db/projects/projects';
 import { loadCompileContext } from '../../db/conditions/compile-context';
 import type { Condition, ConditionFilter } from '../../db/conditions/grammar';
-import { segmentContactsSql } from '../../db/segments/audience';
+import { segmentPredicate } from '../../db/segments/audience';
 import { type CompileContext, compileCondition } from '../../db/conditions/sql';
 import { query } from '../../db/sql';
 import { startTestEnv, type TestEnv } from '../helpers/env';
@@ -621,17 +621,20 @@ describe('email engagement and segment membership', () => {
     expect(await matching({ field: 'segment.seg_missing', operator: 'memberOfSegment' })).toEqual([]);
     expect(await matching({ field: 'segment.seg_missing', operator: 'notMemberOfSegment' })).toEqual([]);
 
-    // segmentContactsSql: the campaigns' audience query, for both kinds.
+    // segmentPredicate: the campaigns' audience, for both kinds.
     for (const [id, expected] of [
       [staticId, ['bob@example.org', 'eve@example.org']],
       [dynamicId, ['ann@example.org', 'fay@example.org']],
       [loopA, ['ann@example.org']],
     ] as const) {
-      const audience = await segmentContactsSql(em(), project.id, id);
-      const rows = await query<{ email: string }>(em(), `select email from contacts where id in (${audience.sql}) order by email`, audience.params);
+      const members = await segmentPredicate(em(), project.id, id);
+      const rows = await query<{ email: string }>(em(), `select email from contacts c where c.project_id = ? and (${members.sql}) order by email`, [
+        project.id,
+        ...members.params,
+      ]);
       expect(rows.map((r) => r.email)).toEqual(expected);
     }
-    await expect(segmentContactsSql(em(), project.id, 'seg_missing')).rejects.toMatchObject({ status: 404 });
+    await expect(segmentPredicate(em(), project.id, 'seg_missing')).rejects.toMatchObject({ status: 404 });
   });
 
   test('filters of the wrong kind for their field, or unknown fields, match nothing', async () => {

@@ -313,4 +313,92 @@ describe('GET /contacts', () => {
     expect(all.body).toMatchObject({ total: 5, hasMore: false, cursor: null });
     expect(all.body.data).toHaveLength(5);
   });
+
+  test('subscribed=true|false keeps one side, combines with search and holds across pages', async () => {
+    const c = await client();
+    for (const [email, subscribed] of [
+      ['in1@acme.io', true],
+      ['in2@acme.io', true],
+      ['in3@other.io', true],
+      ['out1@acme.io', false],
+      ['out2@other.io', false],
+    ] as const) {
+      await c.post({ email, subscribed });
+    }
+    const emails = async (q: Record<string, string | number>) => {
+      const res = await c.list(q);
+      expect(res.status).toBe(200);
+      return res.body.data.map((x: { email: string }) => x.email).sort();
+    };
+    expect(await emails({ subscribed: 'false' })).toEqual(['out1@acme.io', 'out2@other.io']);
+    expect(await emails({ subscribed: 'true', search: 'acme' })).toEqual(['in1@acme.io', 'in2@acme.io']);
+    expect((await c.list({ subscribed: 'true' })).body.total).toBe(3);
+
+    const first = await c.list({ subscribed: 'true', limit: 2 });
+    expect(first.body).toMatchObject({ total: 3, hasMore: true });
+    const second = await c.list({ subscribed: 'true', limit: 2, cursor: first.body.cursor });
+    expect(second.body).toMatchObject({ hasMore: false, cursor: null });
+    expect([...first.body.data, ...second.body.data].map((x: { email: string }) => x.email).sort()).toEqual([
+      'in1@acme.io',
+      'in2@acme.io',
+      'in3@other.io',
+    ]);
+  });
+
+  test('condition keeps the contacts a segment with that condition would hold, with the other filters and across pages', async () => {
+    const c = await client();
+    for (const [email, plan, subscribed] of [
+      ['p1@acme.io', 'pro', true],
+      ['p2@acme.io', 'pro', false],
+      ['p3@other.io', 'pro', true],
+      ['p4@other.io', 'pro', true],
+      ['f1@acme.io', 'free', true],
+      ['n1@acme.io', undefined, true],
+    ] as const) {
+      await c.post({ email, subscribed, ...(plan ? { data: { plan } } : {}) });
+    }
+    const pro = JSON.stringify({ field: 'data.plan', operator: 'equals', value: 'pro' });
+    const emails = async (q: Record<string, string | number>) => {
+      const res = await c.list(q);
+      expect(res.status).toBe(200);
+      return res.body.data.map((x: { email: string }) => x.email).sort();
+    };
+    expect(await emails({ condition: pro })).toEqual(['p1@acme.io', 'p2@acme.io', 'p3@other.io', 'p4@other.io']);
+    expect(await emails({ condition: pro, search: 'acme', subscribed: 'true' })).toEqual(['p1@acme.io']);
+    const group = { logic: 'OR', groups: [{ filters: [{ field: 'data.plan', operator: 'notExists' }] }, { filters: [{ field: 'email', operator: 'contains', value: 'f1' }] }] };
+    expect(await emails({ condition: JSON.stringify(group) })).toEqual(['f1@acme.io', 'n1@acme.io']);
+
+    const first = await c.list({ condition: pro, limit: 3 });
+    expect(first.body).toMatchObject({ total: 4, hasMore: true });
+    const second = await c.list({ condition: pro, limit: 3, cursor: first.body.cursor });
+    expect(second.body.data.map((x: { email: string }) => x.email)).toEqual(['p1@acme.io']);
+
+    // The same condition as a saved segment has the same members.
+    const segment = await env.http().post('/segments').set(bearer(c.project.secretKey)).send({ name: 'Pro', condition: JSON.parse(pro) });
+    expect(segment.body.memberCount).toBe(4);
+    const inSegment = JSON.stringify({ field: `segment.${segment.body.id}`, operator: 'memberOfSegment' });
+    expect(await emails({ condition: inSegment, subscribed: 'false' })).toEqual(['p2@acme.io']);
+  });
+
+  test('a condition that is not JSON, not a condition, or names an unknown segment is a 422 naming it', async () => {
+    const c = await client();
+    const fieldsOf = async (condition: string) => {
+      const res = await c.list({ condition });
+      expect(res.status).toBe(422);
+      expect(res.body.error.code).toBe('VALIDATION_ERROR');
+      return res.body.error.errors.map((e: { field: string; message: string }) => [e.field, e.message]);
+    };
+    expect(await fieldsOf('{plan')).toEqual([['query.condition', expect.stringContaining('Not valid JSON')]]);
+    expect(await fieldsOf(JSON.stringify({ field: 'data.plan', operator: 'sortOf' }))).toEqual([['query.condition', expect.stringContaining('Invalid condition')]]);
+    expect(await fieldsOf(JSON.stringify({ field: 'segment.seg_nope', operator: 'memberOfSegment' }))).toEqual([
+      ['condition', 'Unknown segment: seg_nope'],
+    ]);
+  });
+
+  test('a subscribed value other than true or false is a 422 naming the parameter', async () => {
+    const c = await client();
+    const res = await c.list({ subscribed: 'yes' });
+    expect(res.status).toBe(422);
+    expect(res.body.error.errors).toEqual([expect.objectContaining({ field: 'query.subscribed' })]);
+  });
 });

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { listFields } from '../../db/contacts/fields';
 import { query } from '../../db/sql';
 import { bearer, startTestEnv, type TestEnv } from '../helpers/env';
 
@@ -304,5 +305,32 @@ describe('deleteContactField workflow', () => {
       (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'removeContactFieldBatch',
     );
     expect(batches).toHaveLength(8);
+  });
+});
+
+describe('coverage in a large project', () => {
+  test('is estimated from a random sample, close to the exact share, and exact below the sample size', async () => {
+    const c = await client();
+    // 600 contacts: every one has `plan`, one in three `team`.
+    await query(
+      env.orm.em.fork(),
+      `insert into contacts (id, project_id, email, subscribed, data)
+       select 'cnt_cov_' || i || '_' || ?::text, ?, 'cov' || i || '@x.io', true,
+              case when i % 3 = 0 then '{"plan": "pro", "team": "a"}'::jsonb else '{"plan": "pro"}'::jsonb end
+       from generate_series(1, 600) i`,
+      [c.project.id, c.project.id],
+    );
+    await query(env.orm.em.fork(), `insert into contact_fields (project_id, key, type) values (?, 'plan', 'string'), (?, 'team', 'string')`, [
+      c.project.id,
+      c.project.id,
+    ]);
+    const coverage = (fields: Descriptor[]) => Object.fromEntries(fields.filter((f) => f.isCustom).map((f) => [f.field, f.coverage]));
+
+    expect(coverage(await listFields(env.orm.em.fork(), c.project.id))).toEqual({ 'data.plan': 1, 'data.team': 0.3333 });
+    // A sample of about 200 of the 600: `plan` is on every sampled contact; `team`'s share is near a third
+    // (four standard errors either side: a run outside it is a broken sample, not chance).
+    const sampled = coverage(await listFields(env.orm.em.fork(), c.project.id, 200));
+    expect(sampled['data.plan']).toBe(1);
+    expect(Math.abs(sampled['data.team']! - 1 / 3)).toBeLessThan(0.14);
   });
 });

@@ -6,6 +6,7 @@ import { createApp } from '../../api/app';
 import { buildAppDeps } from '../../api/deps';
 import type { AppDeps } from '../../api/context';
 import { loadConfig } from '../../config';
+import type { Clock } from '../../db/clock';
 import { createLogger } from '../../logger';
 import { createOrm, type Orm } from '../../db/orm';
 import { createProject, type ProjectWithKeys } from '../../db/projects/projects';
@@ -31,7 +32,7 @@ export interface TestEnv {
  * One per test file: the real API over the run's database and Temporal server, with its own
  * task queue so workflows started here run on this file's worker only.
  */
-export async function startTestEnv(env: Record<string, string> = {}): Promise<TestEnv> {
+export async function startTestEnv(env: Record<string, string> = {}, opts: { clock?: Clock } = {}): Promise<TestEnv> {
   quietSdkLogs();
   const taskQueue = `test-${randomUUID()}`;
   const config = loadConfig({
@@ -52,7 +53,7 @@ export async function startTestEnv(env: Record<string, string> = {}): Promise<Te
   // Emails go from their bounce addresses once their domain's return-path records check out, as in cli/start.ts.
   const returnPaths = await startReturnPaths(orm, await loadBounceAddresses(orm, config), config, () => {});
   const mailer = mailerFromConfig(config, undefined, returnPaths);
-  const deps: AppDeps = await buildAppDeps({ config, orm, temporal, logger: createLogger(config), dns });
+  const deps: AppDeps = await buildAppDeps({ config, orm, temporal, logger: createLogger(config), dns, clock: opts.clock });
   const { app } = createApp(deps);
   const workers: WorkerHandle[] = [];
   return {

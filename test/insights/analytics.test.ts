@@ -140,7 +140,7 @@ test('GET /analytics/timeseries: hourly buckets, from inclusive / to exclusive, 
   });
   expect(pair.body.series).toEqual([{ bucket: '2026-01-10T13:00:00.000Z', opens: 1, clicks: 1 }]);
   const all = await get(series, '/analytics/timeseries', { interval: 'hour', metric: 'all', from: '2026-01-10T13:00:00Z', to: '2026-01-10T14:00:00Z' });
-  expect(all.body.series).toEqual([{ bucket: '2026-01-10T13:00:00.000Z', sends: 0, opens: 1, clicks: 1 }]);
+  expect(all.body.series).toEqual([{ bucket: '2026-01-10T13:00:00.000Z', sends: 0, deliveries: 0, opens: 1, clicks: 1, bounces: 0, complaints: 0 }]);
 
   // A `from` inside a bucket: that bucket is partial (08:59:59.999 is before it).
   const partial = await get(series, '/analytics/timeseries', {
@@ -327,6 +327,40 @@ describe('campaign analytics', () => {
       campaigns: [stats('cmp_other', 'Not yours', 'SENT', '2026-01-02T00:00:00.000Z', 1, [0, 0, 0, 0, 0, 0, 0], [0, 0, 0])],
     });
     expect(fieldsOf(await get(camp, '/analytics/campaign-stats', { limit: 101 }))).toEqual({ status: 422, fields: ['query.limit'] });
+  });
+
+  test('GET /analytics/timeseries: deliveries, bounces and complaints, of the project or of one campaign', async () => {
+    const days = await get(camp, '/analytics/timeseries', { metric: 'deliveries,bounces,complaints', from: '2026-01-10', to: '2026-01-12' });
+    expect(days.body.series).toEqual([
+      { bucket: '2026-01-10T00:00:00.000Z', deliveries: 3, bounces: 1, complaints: 0 },
+      { bucket: '2026-01-11T00:00:00.000Z', deliveries: 3, bounces: 0, complaints: 1 },
+    ]);
+    expect(days.body.totals).toEqual({ deliveries: 6, bounces: 1, complaints: 1 });
+    const hours = await get(camp, '/analytics/timeseries', {
+      interval: 'hour',
+      metric: 'all',
+      campaignId: 'cmp_an_2',
+      from: '2026-01-11T12:00:00Z',
+      to: '2026-01-11T17:00:00Z',
+    });
+    const point = (h: number, counts: Partial<Record<string, number>>) => ({
+      bucket: `2026-01-11T${h}:00:00.000Z`,
+      sends: 0,
+      deliveries: 0,
+      opens: 0,
+      clicks: 0,
+      bounces: 0,
+      complaints: 0,
+      ...counts,
+    });
+    expect(hours.body.series).toEqual([
+      point(12, { sends: 3, deliveries: 3 }),
+      point(13, { opens: 1, clicks: 1 }),
+      point(14, { opens: 1, clicks: 1 }),
+      point(15, { opens: 1 }),
+      point(16, { complaints: 1 }),
+    ]);
+    expect(hours.body.totals).toEqual({ sends: 3, deliveries: 3, opens: 3, clicks: 2, bounces: 0, complaints: 1 });
   });
 
   test('GET /analytics/top-campaigns: ranked by sent, opens or clicks; campaigns that sent nothing left out', async () => {

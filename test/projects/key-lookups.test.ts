@@ -75,6 +75,8 @@ describe('findProjectsByKeys: a batch of API-key lookups in one statement', () =
     const disabled = await env.project();
     await query(env.orm.em.fork(), 'update projects set disabled = true where id = ?', [disabled.id]);
     const write = { writes: true };
+    // Five seconds into a minute, on the caller's clock.
+    const at = new Date('2030-01-01T10:00:05Z');
     const results = await findProjectsByKeys(env.orm.em.fork(), [
       { key: a.secretKey, count: write },
       { key: 'sk_not_a_key', count: write },
@@ -86,7 +88,7 @@ describe('findProjectsByKeys: a batch of API-key lookups in one statement', () =
       { key: disabled.secretKey, count: { writes: false } },
       { key: b.secretKey, count: { projectId: a.id, writes: false } }, // another project's route: not counted
       { key: a.secretKey, count: { projectId: a.id, writes: true } },
-    ]);
+    ], at);
     expect(results.map((r) => r && { project: r.project.id, kind: r.kind, count: r.rateLimit?.count })).toEqual([
       { project: a.id, kind: 'secret', count: 1 },
       null,
@@ -100,15 +102,17 @@ describe('findProjectsByKeys: a batch of API-key lookups in one statement', () =
       { project: a.id, kind: 'secret', count: 3 },
     ]);
     expect(results[0]!.project).toMatchObject({ name: expect.any(String), disabled: false, createdAt: expect.any(Date) });
-    for (const r of results) if (r?.rateLimit) expect(r.rateLimit.resetSeconds).toBeGreaterThanOrEqual(1);
+    for (const r of results) if (r?.rateLimit) expect(r.rateLimit.resetSeconds).toBe(55);
 
-    // The next batch goes on from the window's count (unless the minute turned meanwhile).
-    const next = await findProjectsByKeys(env.orm.em.fork(), [{ key: a.secretKey, count: write }, { key: a.secretKey, count: write }]);
-    const counts = next.map((r) => r!.rateLimit!.count);
-    expect([[4, 5], [1, 2]]).toContainEqual(counts);
+    // The next batch goes on from the window's count; the next minute starts a window of its own.
+    const twice = [{ key: a.secretKey, count: write }, { key: a.secretKey, count: write }];
+    const next = await findProjectsByKeys(env.orm.em.fork(), twice, new Date(at.getTime() + 30_000));
+    expect(next.map((r) => r!.rateLimit)).toEqual([{ count: 4, resetSeconds: 25 }, { count: 5, resetSeconds: 25 }]);
+    const later = await findProjectsByKeys(env.orm.em.fork(), twice, new Date(at.getTime() + 60_000));
+    expect(later.map((r) => r!.rateLimit!.count)).toEqual([1, 2]);
   });
 
   test('keys that are neither sk_ nor pk_ find no project', async () => {
-    expect(await findProjectsByKeys(env.orm.em.fork(), [{ key: 'x' }, { key: '' }])).toEqual([null, null]);
+    expect(await findProjectsByKeys(env.orm.em.fork(), [{ key: 'x' }, { key: '' }], new Date())).toEqual([null, null]);
   });
 });

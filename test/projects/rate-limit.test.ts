@@ -2,31 +2,29 @@ import type { Response } from 'supertest';
 import { loadConfig } from '../../config';
 import { queryOne } from '../../db/sql';
 import { bearer, startTestEnv, type TestEnv } from '../helpers/env';
-import { waitUntil } from '../helpers/wait';
 
 const LIMIT = 5;
+
+/** The time both API processes read (their clocks agree, as NTP keeps servers' clocks). */
+let now = Date.parse('2030-01-01T10:00:05Z');
+const clock = () => new Date(now);
 
 /** Two app instances over one database: two API processes behind a load balancer. */
 let a: TestEnv;
 let b: TestEnv;
 beforeAll(async () => {
   [a, b] = await Promise.all([
-    startTestEnv({ RATE_LIMIT_PER_MINUTE: String(LIMIT) }),
-    startTestEnv({ RATE_LIMIT_PER_MINUTE: String(LIMIT) }),
+    startTestEnv({ RATE_LIMIT_PER_MINUTE: String(LIMIT) }, { clock }),
+    startTestEnv({ RATE_LIMIT_PER_MINUTE: String(LIMIT) }, { clock }),
   ]);
 });
 afterAll(async () => {
   await Promise.all([a?.close(), b?.close()]);
 });
 
-/**
- * The window is `date_trunc('minute', now())` on the database clock, which the API reads itself
- * (no clock of ours reaches it). A test that needs all of its requests in one window starts only
- * when at least `needSeconds` remain in the database's minute.
- */
-async function freshWindow(needSeconds = 10): Promise<void> {
-  const left = async () => 60 - Number((await queryOne<{ s: string }>(a.orm.em.fork(), 'select extract(second from now()) as s'))!.s);
-  await waitUntil(async () => (await left()) >= needSeconds, { timeoutMs: 30_000, intervalMs: 250, what: `${needSeconds} s left in the minute` });
+/** The next minute, five seconds in: a window no request has counted in yet. */
+function freshWindow(): void {
+  now += 60_000;
 }
 
 function expectRateHeaders(res: Response, remaining: number): void {
@@ -65,7 +63,7 @@ test('the default limit is 1000 requests per minute', () => {
 test('requests 1..5 pass with RateLimit headers counting down; the 6th gets 429; other projects unaffected', async () => {
   const p = await a.project();
   const other = await a.project();
-  await freshWindow();
+  freshWindow();
 
   for (let i = 1; i <= LIMIT; i++) {
     const res = await a.http().get('/contacts').set(bearer(p.secretKey));
@@ -84,7 +82,7 @@ test('requests 1..5 pass with RateLimit headers counting down; the 6th gets 429;
 
 test('refused requests are not executed', async () => {
   const p = await a.project();
-  await freshWindow();
+  freshWindow();
   for (let i = 1; i <= LIMIT; i++) {
     expect((await a.http().get('/contacts/fields').set(bearer(p.secretKey))).status).toBe(200);
   }
@@ -95,7 +93,7 @@ test('refused requests are not executed', async () => {
 
 test('requests without a valid key are not counted, and unauthenticated routes are not limited', async () => {
   const p = await a.project();
-  await freshWindow();
+  freshWindow();
   for (let i = 0; i < LIMIT + 2; i++) {
     expect((await a.http().get('/health')).status).toBe(200);
     expect((await a.http().get('/contacts').set(bearer(p.publicKey))).status).toBe(401);
@@ -108,7 +106,7 @@ test('requests without a valid key are not counted, and unauthenticated routes a
 
 test('two API processes share one count per project: 3 via A, then B allows only the 4th and 5th', async () => {
   const p = await a.project();
-  await freshWindow();
+  freshWindow();
   for (let i = 1; i <= 3; i++) {
     const res = await a.http().get('/contacts').set(bearer(p.secretKey));
     expect(res.status).toBe(200);
@@ -125,7 +123,7 @@ test('two API processes share one count per project: 3 via A, then B allows only
 
 test('a concurrent burst of 20 split over both processes gets exactly 5 successes', async () => {
   const p = await a.project();
-  await freshWindow();
+  freshWindow();
   const burst = await Promise.all(
     Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? a : b).http().get('/contacts').set(bearer(p.secretKey))),
   );
@@ -140,14 +138,33 @@ test('a concurrent burst of 20 split over both processes gets exactly 5 successe
 
 test('an earlier window does not count against the current one', async () => {
   const p = await a.project();
+  freshWindow();
   // The previous minute is far over the limit (as if the project had been hammering the API).
   await queryOne(
     a.orm.em.fork(),
     `insert into rate_limit_windows (project_id, window_start, count)
-     values (?, date_trunc('minute', now()) - interval '1 minute', 1000)`,
-    [p.id],
+     values (?, date_trunc('minute', ?::timestamptz) - interval '1 minute', 1000)`,
+    [p.id, clock()],
   );
   const res = await a.http().get('/contacts').set(bearer(p.secretKey));
   expect(res.status).toBe(200);
   expectRateHeaders(res, LIMIT - 1);
+});
+
+test('a refused client is told to wait until the minute ends, and is served again then', async () => {
+  const p = await a.project();
+  freshWindow();
+  for (let i = 1; i <= LIMIT; i++) expect((await a.http().get('/contacts').set(bearer(p.secretKey))).status).toBe(200);
+  now += 20_000;
+  const refused = await a.http().get('/contacts').set(bearer(p.secretKey));
+  expectLimited(refused);
+  expect(refused.headers['retry-after']).toBe('35');
+
+  now += 34_000;
+  expectLimited(await a.http().get('/contacts').set(bearer(p.secretKey)));
+  now += 1_000;
+  const served = await a.http().get('/contacts').set(bearer(p.secretKey));
+  expect(served.status).toBe(200);
+  expectRateHeaders(served, LIMIT - 1);
+  expect(served.headers['ratelimit-reset']).toBe('60');
 });

@@ -200,7 +200,7 @@ describe('two API processes are one service', () => {
 
   test(`the rate limit (${RATE_LIMIT}/min) is counted once across both APIs, for /v1/send and /v1/track alike`, async () => {
     const r = await project('topology rate limit', `rate-${tag}.test`);
-    // The window is the database's minute: start early in one, so the whole burst falls in it.
+    // The window is the minute on the APIs' clock, this machine's as the database's: start early in one, so the whole burst falls in it.
     const second = async () => Number((await rows<{ s: string }>('select extract(second from now()) as s'))[0]!.s);
     if ((await second()) > 50) await waitUntil(async () => (await second()) < 50, 30_000);
     const window = `select coalesce(sum(count), 0) as n from rate_limit_windows where project_id = $1 and window_start = date_trunc('minute', now())`;

@@ -10,7 +10,10 @@ export interface JourneyInput {
   contactId: string;
   graph: JourneyGraph;
   context: Record<string, JsonValue>;
-  /** Multiplies DELAY and WAIT_FOR_EVENT durations (1 in production). */
+  /**
+   * Multiplies DELAY and WAIT_FOR_EVENT durations: JOURNEY_TIME_SCALE (1 in production), divided
+   * by a test run's time scale (temporal/triggers/dispatch.ts startExecution).
+   */
   timeScale: number;
   /**
    * Longest pause between delivery attempts of its SEND_EMAIL steps (SEND_RETRY_MAX_INTERVAL_SECONDS
