@@ -1,8 +1,7 @@
-import type { Page } from 'playwright-core';
 import type { ProjectWithKeys } from '../../db/projects/projects';
 import { queryOne } from '../../db/sql';
 import { addTestMember, createTestUser, type TestUser } from '../helpers/accounts';
-import { type Dashboard, LAPTOP, PHONE, screenshot, seriousViolations, startDashboard } from '../helpers/dashboard';
+import { type Dashboard, LAPTOP, overflowing, PHONE, screenshot, seriousViolations, startDashboard } from '../helpers/dashboard';
 import { type DnsServer, startDnsServer } from '../helpers/dns';
 import { bearer } from '../helpers/env';
 import { deliveriesSettled, type Domain } from '../helpers/sending';
@@ -41,17 +40,6 @@ async function verifiedDomain(domain: string): Promise<void> {
   );
 }
 
-/** [] when the page does not scroll sideways; else what reaches past the right edge. */
-const overflowing = (page: Page): Promise<string[]> =>
-  // A script, not a function: this file is compiled without the DOM types.
-  page.evaluate(`(() => {
-    const width = document.documentElement.clientWidth;
-    if (document.documentElement.scrollWidth <= width) return [];
-    return [...document.querySelectorAll('main *')]
-      .filter((el) => el.getBoundingClientRect().right > width + 1 && !el.parentElement?.closest('.visually-hidden'))
-      .slice(0, 8)
-      .map((el) => el.tagName.toLowerCase() + '.' + el.className + ' (' + Math.round(el.getBoundingClientRect().right) + ' px)');
-  })()`);
 
 beforeAll(async () => {
   dns = await startDnsServer();

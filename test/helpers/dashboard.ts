@@ -78,6 +78,22 @@ export async function startDashboard(envVars: Record<string, string> = {}): Prom
   };
 }
 
+/**
+ * What reaches past the right edge of the window, when the page scrolls sideways ([] when it fits:
+ * wide tables scroll inside their own frame). Named, so a failure says which element is too wide.
+ */
+export function overflowing(page: Page): Promise<string[]> {
+  // A script, not a function: this file is compiled without the DOM types.
+  return page.evaluate(`(() => {
+    const width = document.documentElement.clientWidth;
+    if (document.documentElement.scrollWidth <= width) return [];
+    return [...document.querySelectorAll('main *')]
+      .filter((el) => el.getBoundingClientRect().right > width + 1 && !el.parentElement?.closest('.visually-hidden'))
+      .slice(0, 8)
+      .map((el) => el.tagName.toLowerCase() + '.' + el.className + ' (' + Math.round(el.getBoundingClientRect().right) + ' px)');
+  })()`);
+}
+
 const axeSource = () => readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
 
 export interface AxeViolation {

@@ -22,6 +22,8 @@ import { type Answer, postJson, splitService, type SplitService } from '../helpe
  */
 const DOMAIN = 'idem-crash.test';
 const N = 16;
+/** Between the starts of the keyed requests (crashWhileInFlight). */
+const STAGGER_MS = 3;
 /** From the kill: the new API starts, then every retry gets its 200. */
 const RETRY_WINDOW_MS = 45_000;
 
@@ -219,9 +221,12 @@ async function retryUntilOk(path: string, r: Keyed, deadline: number): Promise<O
  */
 async function crashWhileInFlight(path: string, requests: Keyed[]): Promise<{ outcomes: Outcome[]; cutOff: number }> {
   let killed = false;
+  // Started a few milliseconds apart, not all at once: a burst answered in one turn of the API's
+  // event loop can reach the client whole before the kill lands, leaving nothing in flight.
   const first = await Promise.allSettled(
-    requests.map((r) =>
-      postJson(svc.url(path), r.body, {
+    requests.map(async (r, i) => {
+      await new Promise((resolve) => setTimeout(resolve, i * STAGGER_MS));
+      return postJson(svc.url(path), r.body, {
         headers: { ...bearer(project.secretKey), 'Idempotency-Key': r.key },
         onResponse: (status) => {
           if (status === 200 && !killed) {
@@ -229,8 +234,8 @@ async function crashWhileInFlight(path: string, requests: Keyed[]): Promise<{ ou
             void svc.killApi();
           }
         },
-      }),
-    ),
+      });
+    }),
   );
   await svc.killApi();
   const killedAt = Date.now();

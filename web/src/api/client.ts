@@ -24,7 +24,7 @@ export class ApiError extends Error {
 let currentProject: string | null = null;
 
 /** Set by the project layout; calls made under it carry the project. */
-export function useProjectHeader(projectId: string | null): void {
+export function setCurrentProject(projectId: string | null): void {
   currentProject = projectId;
 }
 

@@ -1,6 +1,6 @@
 import { useEffect, useRef } from 'react';
 import { Link, NavLink, Outlet, useLocation, useNavigate, useParams } from 'react-router';
-import { useProjectHeader } from '../api/client';
+import { setCurrentProject } from '../api/client';
 import { useOutboxMode } from '../api/config';
 import { type Me, type Role, useMe, useSignOut } from '../api/session';
 import { VerifyNotice } from '../pages/auth/VerifyNotice';
@@ -31,12 +31,13 @@ export function ProjectLayout() {
 }
 
 function Frame({ me, projectId, role }: { me: Me; projectId: string; role: Role }) {
-  useProjectHeader(projectId);
+  // Set while rendering, so the first query of a page in this project already carries it.
+  setCurrentProject(projectId);
   const navigate = useNavigate();
   const signOut = useSignOut();
   // The outbox exists only when no SMTP relay is configured (GET /config).
   const outboxMode = useOutboxMode();
-  useEffect(() => () => useProjectHeader(null), []);
+  useEffect(() => () => setCurrentProject(null), []);
   const navRef = useRef<HTMLElement>(null);
   const { pathname } = useLocation();
   // On a phone the sections scroll sideways: bring the current one into view (only the strip scrolls).
