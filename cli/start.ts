@@ -5,6 +5,7 @@ import type { Config } from '../config';
 import { createOrm, migrate } from '../db/orm';
 import { pruneRateLimitWindows } from '../db/projects/rate-limit';
 import { pruneRevokedSessions } from '../db/accounts/revoked-sessions';
+import { analyzeGrownTables, STATISTICS_CHECK_MS } from '../db/statistics';
 import { createLogger } from '../logger';
 import { loadBounceAddresses, startReturnPaths } from '../db/domains/return-paths';
 import { createDnsLookup } from '../mail/dns';
@@ -99,6 +100,17 @@ export async function startService(config: Config, opts: StartOptions, log: Log)
       }, 60_000);
       pruner.unref();
       stops.push(async () => clearInterval(pruner));
+      // While tables grow from empty, their plans follow (db/statistics.ts).
+      let analyzing = false;
+      const statistics = setInterval(() => {
+        if (analyzing) return;
+        analyzing = true;
+        analyzeGrownTables(orm.em.fork())
+          .catch((err) => logger.warn({ err }, 'could not analyze the tables that grew'))
+          .finally(() => (analyzing = false));
+      }, STATISTICS_CHECK_MS);
+      statistics.unref();
+      stops.push(async () => clearInterval(statistics));
       checkpoint();
       log(`API listening on ${config.publicUrl} (docs: ${config.publicUrl}/docs)`);
       if (config.inbound) {
