@@ -19,13 +19,11 @@ export const MIN_CHANGED_ROWS = 1000;
 /** How often the service looks (cli/start.ts): one read of the table statistics. */
 export const STATISTICS_CHECK_MS = 2000;
 
-/** Several API processes share a database: one of them analyzes at a time, the others skip the round. */
-const LOCK_KEY = 0x7469_6473; // "tids"
-
 /** Analyzes the tables of the current schema that have grown (see above); returns their names. */
 export async function analyzeGrownTables(em: EntityManager): Promise<string[]> {
   return transaction(em, async (tx) => {
-    const [lock] = await query<{ got: boolean }>(tx, 'select pg_try_advisory_xact_lock(?) as got', [LOCK_KEY]);
+    // Several API processes share a database: one of them analyzes at a time, the others skip the round.
+    const [lock] = await query<{ got: boolean }>(tx, 'select pg_try_advisory_xact_lock(hashtextextended(?, 0)) as got', ['tidings:analyze']);
     if (!lock?.got) return [];
     const grown = await query<{ name: string }>(
       tx,
