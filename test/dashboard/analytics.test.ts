@@ -4,7 +4,7 @@ import { addTestMember, createTestUser, type TestUser } from '../helpers/account
 import { type Dashboard, LAPTOP, overflowing, PHONE, screenshot, seriousViolations, startDashboard } from '../helpers/dashboard';
 import { type DnsServer, startDnsServer } from '../helpers/dns';
 import { bearer } from '../helpers/env';
-import { deliveriesSettled, type Domain } from '../helpers/sending';
+import { deliveriesSettled, verifiedDomain } from '../helpers/sending';
 import { type SmtpSink, startSmtpSink } from '../helpers/smtp';
 import { waitUntil } from '../helpers/wait';
 
@@ -27,18 +27,6 @@ let project: ProjectWithKeys;
 
 const auth = () => bearer(project.secretKey);
 
-async function verifiedDomain(domain: string): Promise<void> {
-  const res = await dash.env.http().post('/domains').set(auth()).send({ domain });
-  expect(res.status).toBe(201);
-  for (const record of (res.body as Domain).records) dns.set(record.name, 'TXT', [record.value]);
-  await waitUntil(
-    async () => {
-      const list = await dash.env.http().get(`/domains/project/${project.id}`).set(auth());
-      return (list.body as Domain[]).some((d) => d.domain === domain && d.status === 'verified');
-    },
-    { timeoutMs: 30_000, what: `${domain} verified` },
-  );
-}
 
 
 beforeAll(async () => {
@@ -53,7 +41,7 @@ beforeAll(async () => {
   user = await createTestUser(dash.env);
   project = await dash.env.project('Dashboard analytics');
   await addTestMember(dash.env, project.id, user.id, 'OWNER');
-  await verifiedDomain(DOMAIN);
+  await verifiedDomain(dash.env, dns, project, DOMAIN);
   for (let i = 0; i < CONTACTS; i++) {
     const res = await dash.env.http().post('/contacts').set(auth()).send({ email: `reader-${i}@example.org` });
     expect(res.status).toBe(201);

@@ -5,7 +5,7 @@ import { addTestMember, createTestUser, type TestUser } from '../helpers/account
 import { type Dashboard, LAPTOP, overflowing, PHONE, screenshot, seriousViolations, startDashboard } from '../helpers/dashboard';
 import { type DnsServer, startDnsServer } from '../helpers/dns';
 import { bearer } from '../helpers/env';
-import type { Domain } from '../helpers/sending';
+import { verifiedDomain } from '../helpers/sending';
 import { type SmtpSink, startSmtpSink } from '../helpers/smtp';
 import { waitUntil } from '../helpers/wait';
 
@@ -32,19 +32,6 @@ let sentId: string;
 const auth = () => bearer(project.secretKey);
 const recipientsOf = (prefix: string) => smtp.messages.map((m) => m.envelope.to[0] ?? '').filter((to) => to.startsWith(prefix));
 
-/** What startSendingEnv's verifiedDomain does, on the dashboard's environment: the records published, the check waited for. */
-async function verifiedDomain(domain: string): Promise<void> {
-  const res = await dash.env.http().post('/domains').set(auth()).send({ domain });
-  expect(res.status).toBe(201);
-  for (const record of (res.body as Domain).records) dns.set(record.name, 'TXT', [record.value]);
-  await waitUntil(
-    async () => {
-      const list = await dash.env.http().get(`/domains/project/${project.id}`).set(auth());
-      return (list.body as Domain[]).some((d) => d.domain === domain && d.status === 'verified');
-    },
-    { timeoutMs: 30_000, what: `${domain} verified` },
-  );
-}
 
 /** The campaign's status as the page header shows it. */
 const statusBadge = (page: Page, status: string) => page.locator('.page-header .badge').getByText(status, { exact: true });
@@ -62,7 +49,7 @@ beforeAll(async () => {
   user = await createTestUser(dash.env);
   project = await dash.env.project('Dashboard campaigns');
   await addTestMember(dash.env, project.id, user.id, 'OWNER');
-  await verifiedDomain(DOMAIN);
+  await verifiedDomain(dash.env, dns, project, DOMAIN);
   for (let i = 0; i < PRO + FREE; i++) {
     const plan = i < PRO ? 'pro' : 'free';
     const res = await dash.env.http().post('/contacts').set(auth()).send({ email: `${plan}-${i}@example.org`, data: { first: `Name${i}`, plan } });

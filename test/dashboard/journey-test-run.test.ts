@@ -5,9 +5,8 @@ import { type Dashboard, LAPTOP, PHONE, screenshot, seriousViolations, startDash
 import { type DnsServer, startDnsServer } from '../helpers/dns';
 import { bearer } from '../helpers/env';
 import { type BuiltJourney, buildJourney } from '../helpers/journeys';
-import type { Domain } from '../helpers/sending';
+import { verifiedDomain } from '../helpers/sending';
 import { type SmtpSink, startSmtpSink } from '../helpers/smtp';
-import { waitUntil } from '../helpers/wait';
 
 /**
  * A test run from the journey editor: the real Temporal execution of a disabled journey for a
@@ -31,16 +30,8 @@ beforeAll(async () => {
   user = await createTestUser(dash.env);
   project = await dash.env.project('Test runs');
   await addTestMember(dash.env, project.id, user.id, 'OWNER');
+  await verifiedDomain(dash.env, dns, project, DOMAIN);
   const auth = bearer(project.secretKey);
-
-  // A verified domain to send from: its records published in the test DNS server.
-  const added = await dash.env.http().post('/domains').set(auth).send({ domain: DOMAIN });
-  expect(added.status).toBe(201);
-  for (const record of (added.body as Domain).records) dns.set(record.name, 'TXT', [record.value]);
-  await waitUntil(async () => {
-    const list = await dash.env.http().get(`/domains/project/${project.id}`).set(auth);
-    return (list.body as Domain[]).some((d) => d.domain === DOMAIN && d.status === 'verified');
-  }, { timeoutMs: 30_000, what: 'the domain verified' });
 
   const template = await dash.env.http().post('/templates').set(auth).send({
     name: 'Thanks for coming',

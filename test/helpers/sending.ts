@@ -57,10 +57,7 @@ export interface SendingEnv {
   env: TestEnv;
   dns: DnsServer;
   smtp: SmtpSink;
-  /**
-   * Registers the domain for the project, publishes its records in the test DNS server, and waits
-   * (no forced check) until the verification workflow has verified it. Returns it as then listed.
-   */
+  /** verifiedDomain (below) on this environment. */
   verifiedDomain(project: ProjectWithKeys, domain: string): Promise<Domain>;
   /** Stops the environment (worker included), then the SMTP sink and the DNS server. */
   close(): Promise<void>;
@@ -93,18 +90,7 @@ export async function startSendingEnv(extraEnv: Record<string, string> = {}): Pr
     env: started,
     dns,
     smtp,
-    async verifiedDomain(project, domain) {
-      const auth = bearer(project.secretKey);
-      const res = await started.http().post('/domains').set(auth).send({ domain });
-      expect(res.status).toBe(201);
-      const added = res.body as Domain;
-      for (const record of added.records) dns.set(record.name, 'TXT', [record.value]);
-      return waitUntil(async () => {
-        const list = await started.http().get(`/domains/project/${project.id}`).set(auth);
-        expect(list.status).toBe(200);
-        return (list.body as Domain[]).find((d) => d.id === added.id && d.status === 'verified');
-      });
-    },
+    verifiedDomain: (project, domain) => verifiedDomain(started, dns, project, domain),
     async close() {
       // A test may have left DNS answers delayed; the worker's lookups must not hold up its shutdown.
       dns.delayMs = 0;
@@ -113,6 +99,23 @@ export async function startSendingEnv(extraEnv: Record<string, string> = {}): Pr
       await dns.close();
     },
   };
+}
+
+/**
+ * Registers the domain for the project, publishes its records in the test DNS server, and waits
+ * (no forced check) until the verification workflow has verified it. Returns it as then listed.
+ */
+export async function verifiedDomain(env: TestEnv, dns: DnsServer, project: ProjectWithKeys, domain: string): Promise<Domain> {
+  const auth = bearer(project.secretKey);
+  const res = await env.http().post('/domains').set(auth).send({ domain });
+  expect(res.status).toBe(201);
+  const added = res.body as Domain;
+  for (const record of added.records) dns.set(record.name, 'TXT', [record.value]);
+  return waitUntil(async () => {
+    const list = await env.http().get(`/domains/project/${project.id}`).set(auth);
+    expect(list.status).toBe(200);
+    return (list.body as Domain[]).find((d) => d.id === added.id && d.status === 'verified');
+  }, { timeoutMs: 30_000, what: `${domain} verified` });
 }
 
 /**
