@@ -31,12 +31,14 @@
  *
  * First a warm-up: --warm-up tracks (4,000, as bench/track.ts and bench/send.ts: enough for V8 to
  * have optimized the request path) before the workflow is enabled, and an ANALYZE; `--cold`
- * leaves both out, a fresh database as a new install meets it. Then the same-run reference
- * (bench/baselines.ts bareWorkflowRate): N executions of a bare workflow with one no-op activity
- * (bench/baseline-workflow.ts), started with the same concurrency on a task queue of its own,
- * served by a worker of its own (with the same --worker-options) in this process, against the same
- * dev server: started/s and completed/s (to the last close time). The journeys' completed/s is then
- * given as a ratio to it.
+ * leaves both out, a fresh database as a new install meets it. After the load, once every
+ * execution has ended, the same-run reference (bench/baselines.ts bareWorkflowRate): N executions
+ * of a bare workflow with one no-op activity (bench/baseline-workflow.ts), started with the same
+ * concurrency on a task queue of its own, served by a worker of its own (with the same
+ * --worker-options) in this process, against the same dev server: started/s and completed/s (to
+ * the last close time). The journeys' completed/s is then given as a ratio to it. It comes after
+ * the load because its worker leaves this process changed: run before, the load generator answered
+ * about a third fewer tracks/s, with the service's worker paused as without.
  *
  * Figures: tracks/s and latency at the API; executions started/s and completed/s from the
  * workflow_executions rows (started_at is written when the trigger dispatcher claims the entry,
@@ -328,15 +330,6 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
   log(`domain ${DOMAIN} verified; workflow ${workflowId} enabled: ${describeShape(opts.shape)} (JOURNEY_TIME_SCALE=${stack.config.journeyTimeScale})`);
   stop.checkpoint();
 
-  // The same-run reference: a bare one-activity workflow on the same dev server, its worker stopped before the load.
-  const bare = await bareWorkflowRate(stack, {
-    n: opts.n,
-    concurrency: opts.concurrency,
-    interrupted: () => stop.interrupted,
-    ...(opts.workerOptions ? { workerOptions: opts.workerOptions } : {}),
-  });
-  log(`bare one-activity workflow: ${perSec(bare.n, bare.startedSeconds)} started/s, ${perSec(bare.completed, bare.completedSeconds)} completed/s`);
-  stop.checkpoint();
 
   // The load: request i tracks `signup` for user<i>, a new contact.
   const tally = new RequestTally(opts.n);
@@ -411,6 +404,16 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
   const loadAfter = os.loadavg()[0]!;
   // A late message would show up as "unexpected": give stragglers a moment before counting.
   await new Promise((r) => setTimeout(r, 500));
+
+  // The same-run reference (after the load: see the header): a bare one-activity workflow on the same dev server.
+  const bare = await bareWorkflowRate(stack, {
+    n: opts.n,
+    concurrency: opts.concurrency,
+    interrupted: () => stop.interrupted,
+    ...(opts.workerOptions ? { workerOptions: opts.workerOptions } : {}),
+  });
+  log(`bare one-activity workflow: ${perSec(bare.n, bare.startedSeconds)} started/s, ${perSec(bare.completed, bare.completedSeconds)} completed/s`);
+  stop.checkpoint();
 
   // ---- Figures from the database ----
   const executions = await sql<{ id: string; contact_id: string; status: string; started: number; finished: number | null }>(
@@ -559,7 +562,7 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
     opts.shape.some((st) => st.type === 'DELAY')
       ? `  time scale    JOURNEY_TIME_SCALE=${stack.config.journeyTimeScale}: the ${DELAY.amount}-minute DELAY lasts ${DELAY_MS * stack.config.journeyTimeScale} ms`
       : `  time scale    no DELAY in this shape`,
-    `  baseline      bare one-activity workflow (bench/baseline-workflow.ts) on its own worker and task queue, same dev server, before the load: ${bare.n} executions, ${bare.concurrency} starts in flight (${bare.startsFailed} failed):`,
+    `  baseline      bare one-activity workflow (bench/baseline-workflow.ts) on its own worker and task queue, same dev server, after the load: ${bare.n} executions, ${bare.concurrency} starts in flight (${bare.startsFailed} failed):`,
     `                ${perSec(bare.n, bare.startedSeconds)} started/s (each ${dist(bare.startLatencies)}), ${bare.completed} completed by ${secs(bare.completedSeconds)}: ${perSec(bare.completed, bare.completedSeconds)} completed/s (first start to the last close)`,
     `  tracked       ${tally.ok} events in ${secs(trackedS)}: ${perSec(tally.ok, trackedS)} tracks/s at the API (first request to last 200)`,
     `  latency       ${dist(tally.latencies.subarray(0, tally.done))}`,
