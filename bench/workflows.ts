@@ -330,7 +330,6 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
   log(`domain ${DOMAIN} verified; workflow ${workflowId} enabled: ${describeShape(opts.shape)} (JOURNEY_TIME_SCALE=${stack.config.journeyTimeScale})`);
   stop.checkpoint();
 
-
   // The load: request i tracks `signup` for user<i>, a new contact.
   const tally = new RequestTally(opts.n);
   let lastOk = 0;
