@@ -8,18 +8,18 @@ import { query, transaction } from './sql';
  * few rows, so they scan whole tables and hash-join them; autovacuum's first ANALYZE can be a minute
  * or more away, and until then every claim and every write reads the whole of a growing table.
  *
- * So a table is analyzed here once the rows changed since its last ANALYZE are as many as it held
- * then (at least MIN_CHANGED_ROWS): a fresh table is analyzed at about 1,000, 2,000, 4,000… rows,
- * and each ANALYZE makes PostgreSQL plan the statements that read it again. A large table reaches
- * autovacuum's own threshold (10 % of its rows by default) long before it doubles, so this stops
- * acting once the tables have grown.
+ * So a table is analyzed here once it holds twice the rows it held at its last ANALYZE (and at
+ * least MIN_ROWS): a fresh table is analyzed at about 1,000, 2,000, 4,000… rows, and each ANALYZE
+ * makes PostgreSQL plan the statements that read it again. Only growth counts: a small table whose
+ * rows change in place (rate-limit windows, throttle clocks) is left to autovacuum, and a large
+ * table reaches autovacuum's own threshold (10 % of its rows changed) long before it doubles.
  */
-export const MIN_CHANGED_ROWS = 1000;
+export const MIN_ROWS = 1000;
 
 /** How often the service looks (cli/start.ts): one read of the table statistics. */
 export const STATISTICS_CHECK_MS = 2000;
 
-/** Analyzes the tables of the current schema that have grown (see above); returns their names. */
+/** Analyzes the tables of the current schema that have doubled (see above); returns their names. */
 export async function analyzeGrownTables(em: EntityManager): Promise<string[]> {
   return transaction(em, async (tx) => {
     // Several API processes share a database: one of them analyzes at a time, the others skip the round.
@@ -29,9 +29,9 @@ export async function analyzeGrownTables(em: EntityManager): Promise<string[]> {
       tx,
       `select format('%I.%I', s.schemaname, s.relname) as name
        from pg_stat_user_tables s join pg_class c on c.oid = s.relid
-       where s.schemaname = current_schema() and s.n_mod_since_analyze >= greatest(?, c.reltuples)
+       where s.schemaname = current_schema() and s.n_live_tup >= greatest(?, 2 * c.reltuples)
        order by s.relname`,
-      [MIN_CHANGED_ROWS],
+      [MIN_ROWS],
     );
     for (const { name } of grown) await query(tx, `analyze ${name}`);
     return grown.map((t) => t.name);
