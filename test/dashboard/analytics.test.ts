@@ -27,8 +27,6 @@ let project: ProjectWithKeys;
 
 const auth = () => bearer(project.secretKey);
 
-
-
 beforeAll(async () => {
   dns = await startDnsServer();
   smtp = await startSmtpSink();

@@ -32,10 +32,8 @@ let sentId: string;
 const auth = () => bearer(project.secretKey);
 const recipientsOf = (prefix: string) => smtp.messages.map((m) => m.envelope.to[0] ?? '').filter((to) => to.startsWith(prefix));
 
-
 /** The campaign's status as the page header shows it. */
 const statusBadge = (page: Page, status: string) => page.locator('.page-header .badge').getByText(status, { exact: true });
-
 
 beforeAll(async () => {
   dns = await startDnsServer();
