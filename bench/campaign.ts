@@ -3,7 +3,7 @@
  * the last message at a local SMTP sink, against the sink's raw acceptance rate measured in the
  * same run.
  *
- *   npx tsx bench/campaign.ts [--n 100000] [--raw 5000] [--throttle 1000000000] [--service in-process|process] [--topology one-process|split]
+ *   npx tsx bench/campaign.ts [--n 100000] [--raw 5000] [--throttle 1000000000] [--service in-process|process] [--topology start|split]
  *
  * Set-up (bench/harness.ts, as bench/send.ts): a fresh database, an in-memory Temporal dev server,
  * the test DNS server and SMTP sink, the API and a worker in this process (default worker options,
@@ -20,8 +20,8 @@
  * per-project throttle, still consulted for every chunk, does not limit the figure.
  *
  * With `--service in-process` (the default) the sink, the API and the worker share one Node process;
- * with `--service process` (or `--topology one-process`) the service runs as `npm start` runs it
- * (`tidings start`, a process of its own), with `--topology split` as `tidings start --api` and
+ * with `--service process` (or `--topology start`) the service runs as `npm start` runs it
+ * (`tidings start`, the API and the worker under a supervisor), with `--topology split` as `tidings start --api` and
  * `--worker` (bench/harness.ts Topology), so the sink, as a relay would, runs beside the worker
  * instead of on its event loop, and the node CPU is given for each process. Either way all of it
  * shares the machine with PostgreSQL and Temporal: the ratio says what the platform costs on top
@@ -68,7 +68,7 @@ function options() {
     },
   });
   if (values.help) {
-    process.stdout.write('Usage: npx tsx bench/campaign.ts [--n 100000] [--raw 5000] [--throttle 1000000000] [--service in-process|process] [--topology one-process|split]\n');
+    process.stdout.write('Usage: npx tsx bench/campaign.ts [--n 100000] [--raw 5000] [--throttle 1000000000] [--service in-process|process] [--topology start|split]\n');
     process.exit(0);
   }
   return {

@@ -7,7 +7,7 @@
  *    makes on opening, signed in with a session cookie as the app is, one after another.
  *
  *   npx tsx bench/dashboard.ts [--contacts 100000] [--events 20000] [--emails 2000] [--repeat 40]
- *                              [--topology one-process|split] [--only budgets|requests]
+ *                              [--topology start|split] [--only budgets|requests]
  *
  * The data goes in through the API's own write paths (POST /contacts, /v1/track, /v1/send) on a fresh
  * database, then ANALYZE; the requests run after it, each `--repeat` times after two unmeasured ones.
@@ -38,7 +38,7 @@ function options() {
   });
   if (values.help) {
     process.stdout.write(
-      'Usage: npx tsx bench/dashboard.ts [--contacts 100000] [--events 20000] [--emails 2000] [--repeat 40] [--topology one-process|split] [--only budgets|requests]\n',
+      'Usage: npx tsx bench/dashboard.ts [--contacts 100000] [--events 20000] [--emails 2000] [--repeat 40] [--topology start|split] [--only budgets|requests]\n',
     );
     process.exit(0);
   }
@@ -48,7 +48,7 @@ function options() {
     events: positiveInt('events', values.events),
     emails: positiveInt('emails', values.emails),
     repeat: positiveInt('repeat', values.repeat),
-    topology: topologyOption(values, 'one-process'),
+    topology: topologyOption(values, 'start'),
     only: values.only as 'budgets' | 'requests' | undefined,
   };
 }

@@ -2,15 +2,15 @@
  * Fairness across projects: with a backlog of project A's emails queued (20,000 by default), how
  * long a single POST /v1/send of project B takes from the request to its arrival at the relay.
  *
- *   npx tsx bench/fairness.ts [--topology one-process|split] [--backlog 20000] [--sends 50] [--relay-delay-ms 0]
+ *   npx tsx bench/fairness.ts [--topology start|split] [--backlog 20000] [--sends 50] [--relay-delay-ms 0]
  *
  * It sets everything up on loopback itself and tears it down again:
  *  - a fresh database (bench/harness.ts freshDatabase), migrated; an in-memory Temporal dev server;
  *  - the test DNS server and SMTP sink in this process, the relay every email goes to;
  *  - the service as a deployment runs it (bench/harness.ts startServices), the build
  *    (`dist/cli/main.js`, built here first; BENCH_SERVICE_FROM_SOURCE=1 runs the source through
- *    tsx), NODE_ENV=production: with `--topology one-process`, `tidings start` (API and worker in
- *    one process); with `--topology split`, `tidings start --api` and `tidings start --worker`;
+ *    tsx), NODE_ENV=production: with `--topology start`, `tidings start` (the API and the worker
+ *    under its supervision); with `--topology split`, `tidings start --api` and `tidings start --worker`;
  *  - projects A and B, each with a verified domain (DKIM-signed mail).
  *
  * Phases:
@@ -46,7 +46,7 @@ const CLAIM_LIMIT = 64;
 function options() {
   const { values } = parseArgs({
     options: {
-      topology: { type: 'string', default: 'one-process' },
+      topology: { type: 'string', default: 'start' },
       backlog: { type: 'string', default: '20000' },
       sends: { type: 'string', default: '50' },
       'warm-up': { type: 'string', default: '300' },
@@ -55,14 +55,14 @@ function options() {
     },
   });
   if (values.help) {
-    process.stdout.write('Usage: npx tsx bench/fairness.ts [--topology one-process|split] [--backlog 20000] [--sends 50] [--warm-up 300] [--relay-delay-ms 0]\n');
+    process.stdout.write('Usage: npx tsx bench/fairness.ts [--topology start|split] [--backlog 20000] [--sends 50] [--warm-up 300] [--relay-delay-ms 0]\n');
     process.exit(0);
   }
-  if (values.topology !== 'one-process' && values.topology !== 'split') throw new Error(`--topology must be one-process or split, not ${values.topology}`);
+  if (values.topology !== 'start' && values.topology !== 'split') throw new Error(`--topology must be start or split, not ${values.topology}`);
   const relayDelayMs = Number(values['relay-delay-ms']);
   if (!(relayDelayMs >= 0)) throw new Error(`--relay-delay-ms must be 0 or more, got ${values['relay-delay-ms']}`);
   return {
-    topology: values.topology as 'one-process' | 'split',
+    topology: values.topology as 'start' | 'split',
     backlog: positiveInt('backlog', values.backlog),
     sends: positiveInt('sends', values.sends),
     warmUp: positiveInt('warm-up', values['warm-up']),
@@ -174,7 +174,7 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
     DNS_SERVERS: dnsServer.address,
     RATE_LIMIT_PER_MINUTE: String(BENCH_RATE_LIMIT),
   });
-  log(`service (${opts.topology === 'one-process' ? 'tidings start' : 'tidings start --api, tidings start --worker'}, ${SERVICE_CODE}) as process ${pids.join(', ')}; API on 127.0.0.1:${port}`);
+  log(`service (${opts.topology === 'start' ? 'tidings start' : 'tidings start --api, tidings start --worker'}, ${SERVICE_CODE}) as process ${pids.join(', ')}; API on 127.0.0.1:${port}`);
   stop.checkpoint();
 
   const sender = async (name: string): Promise<Sender> => {
@@ -243,7 +243,7 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
   const pgVersion = (await queryOne<{ v: string }>(orm.em.fork(), "select current_setting('server_version') as v"))?.v ?? db.serverVersion;
   const lines = [
     '',
-    `fairness (${opts.topology === 'one-process' ? 'one process: tidings start' : 'split: tidings start --api + --worker'})`,
+    `fairness (${opts.topology === 'start' ? 'start: tidings start' : 'split: tidings start --api + --worker'})`,
     `  backlog       ${opts.backlog} emails of project A, written QUEUED in one statement${opts.relayDelayMs ? `, relay answering each message after ${opts.relayDelayMs} ms` : ''}`,
     `  claim plan    ${plan.executionMs.toFixed(1)} ms execution, ${plan.planningMs.toFixed(1)} ms planning for ${CLAIM_LIMIT} emails over the backlog (EXPLAIN ANALYZE, rolled back); indexes: ${plan.indexes.join(', ')}`,
     `  B idle        request → sink ${figures(idle.latencies)}`,

@@ -5,7 +5,7 @@
  *
  *   npx tsx bench/goals.ts [--only FILTER[,FILTER…]] [--n N] [--warm-up N] [--raw N] [--one-at-a-time N] [--list]
  *
- * The matrix, each run in both topologies (`one-process`: `tidings start`; `split`: `tidings start
+ * The matrix, each run in both topologies (`start`: `tidings start`; `split`: `tidings start
  * --api` + `tidings start --worker`; bench/harness.ts Topology):
  *
  *   send persistent warm    bench/send.ts --payload persistent             (data stored on the contact)
@@ -16,7 +16,7 @@
  *
  * A run's name is its words, e.g. `send persistent cold split`. --only keeps the runs that match
  * any of its comma-separated filters, a filter being words joined by `+` that must all be in the
- * name: `--only send`, `--only track+cold,workflows`, `--only split`, `--only persistent+one-process`.
+ * name: `--only send`, `--only track+cold,workflows`, `--only split`, `--only persistent+start`.
  * --n sets every bench's N (default: send 4,000, track 10,000, workflows 1,000, the figures of
  * docs/performance.md); --warm-up every warm run's warm-up; --raw and --one-at-a-time are
  * bench/send.ts's. --list prints the selected runs and exits.
@@ -44,7 +44,7 @@ import { createInterface } from 'node:readline';
 import { log, positiveInt, RESULT_PREFIX } from './support';
 
 const ROOT = path.resolve(__dirname, '..');
-const TOPOLOGIES = ['one-process', 'split'] as const;
+const TOPOLOGIES = ['start', 'split'] as const;
 type Topology = (typeof TOPOLOGIES)[number];
 const DEFAULT_N = { send: 4000, track: 10000, workflows: 1000 } as const;
 

@@ -9,9 +9,9 @@
  *  - an in-memory, headless Temporal dev server on a free port (cli/temporal-server.ts);
  *  - the test DNS server and SMTP sink (test/helpers), the relay every email goes to;
  *  - the service, NODE_ENV=production, RATE_LIMIT_PER_MINUTE raised, in one of three topologies
- *    (Topology): `one-process`, `tidings start` as one child process (API + worker, as `npm start`);
- *    `split`, `tidings start --api` and `tidings start --worker` as two child processes (as a
- *    production deployment); `in-process`, the API (createApp) and a Temporal worker (temporal/
+ *    (Topology): `start`, `tidings start` as `npm start` runs it (a process that supervises the API
+ *    and the worker as two processes of their own); `split`, `tidings start --api` and `tidings
+ *    start --worker` started apart (as a production deployment); `in-process`, the API (createApp) and a Temporal worker (temporal/
  *    worker.ts startWorker; `workerOptions` adds Worker options, for experiments only) in this
  *    process, beside the load generator, for profiling one process;
  *  - a project, a keep-alive JSON client with its secret key, and (verifiedDomain) a domain whose
@@ -216,7 +216,7 @@ export async function startStack(opts: {
     servicePids = (await startServices(teardown, topology, serviceEnv, port)).pids;
     log(`service (${TOPOLOGY_COMMANDS[topology]}, ${SERVICE_CODE}) as process ${servicePids.join(', ')}; API on 127.0.0.1:${port}, sink at ${sink.url}`);
   } else {
-    // As cli/start.ts wires API and worker in one process.
+    // As cli/start.ts wires each role, both in this process.
     const dns = createDnsLookup({ servers: config.dnsServers });
     const mailer = mailerFromConfig(config, log);
     teardown.add(async () => mailer.close());
@@ -242,29 +242,29 @@ export async function startStack(opts: {
 }
 
 /**
- * Where the service runs: `one-process` is `tidings start` (API + worker in one process, as
- * `npm start`), `split` is `tidings start --api` + `tidings start --worker` (two processes, as a
- * production deployment scales them), both child processes of the bench; `in-process` is the API
- * and a worker in the bench's own process, for profiling one process (the load generator then
- * takes event-loop time from the API).
+ * Where the service runs: `start` is `tidings start` (as `npm start`: it supervises the API and the
+ * worker as two processes of its own), `split` is `tidings start --api` + `tidings start --worker`
+ * started apart (as a production deployment scales them), both child processes of the bench;
+ * `in-process` is the API and a worker in the bench's own process, for profiling one process (the
+ * load generator then takes event-loop time from the API).
  */
-export type Topology = 'in-process' | 'one-process' | 'split';
+export type Topology = 'in-process' | 'start' | 'split';
 
 const TOPOLOGY_COMMANDS: Record<Exclude<Topology, 'in-process'>, string> = {
-  'one-process': 'tidings start: API + worker',
+  start: 'tidings start: API and worker under one supervisor',
   split: 'tidings start --api, tidings start --worker',
 };
 
 /**
- * A bench's --topology and --service options: `--topology one-process|split`, or `--service
- * in-process` (the service in the bench's process) or `--service process` (another name for
- * `--topology one-process`). Contradicting values are refused.
+ * A bench's --topology and --service options: `--topology start|split`, or `--service in-process`
+ * (the service in the bench's process) or `--service process` (another name for `--topology
+ * start`). Contradicting values are refused.
  */
 export function topologyOption(values: { topology?: string; service?: string }, fallback: Topology): Topology {
   const { topology, service } = values;
-  if (topology !== undefined && topology !== 'one-process' && topology !== 'split') throw new Error(`--topology must be one-process or split, not ${topology}`);
+  if (topology !== undefined && topology !== 'start' && topology !== 'split') throw new Error(`--topology must be start or split, not ${topology}`);
   if (service !== undefined && service !== 'in-process' && service !== 'process') throw new Error(`--service must be in-process or process, not ${service}`);
-  const fromService = service === undefined ? undefined : service === 'process' ? 'one-process' : 'in-process';
+  const fromService = service === undefined ? undefined : service === 'process' ? 'start' : 'in-process';
   if (topology !== undefined && fromService !== undefined && topology !== fromService) throw new Error(`--service ${service} and --topology ${topology} contradict each other`);
   return topology ?? fromService ?? fallback;
 }
@@ -272,7 +272,7 @@ export function topologyOption(values: { topology?: string; service?: string }, 
 /** How the report's setup line describes where the service runs (the bench adds what its own process does). */
 export function serviceSetup(stack: Pick<Stack, 'topology' | 'logLevel'>): string {
   if (stack.topology === 'in-process') return `the API (createApp, LOG_LEVEL=${stack.logLevel}) and the Temporal worker run in this process`;
-  const processes = stack.topology === 'split' ? 'two processes of its own' : 'one process of its own';
+  const processes = stack.topology === 'split' ? 'two processes of its own' : 'a supervisor and its two processes';
   return `the service is ${processes} (${TOPOLOGY_COMMANDS[stack.topology]}, ${SERVICE_CODE}, NODE_ENV=production, LOG_LEVEL=${stack.logLevel})`;
 }
 
@@ -295,7 +295,7 @@ export function buildService(): void {
 /**
  * The service's processes for the topology with `env`, the API on `port` (free if not given):
  * resolves once the API is healthy and (split) the worker polls. Stopped by `teardown`. The pids
- * come API first. They run the build, as `npm start` does, or the source with
+ * come API first, then the worker, then (start) the supervisor. They run the build, as `npm start` does, or the source with
  * BENCH_SERVICE_FROM_SOURCE=1 (slower: tsx names every closure it creates through a helper).
  */
 export async function startServices(
@@ -316,12 +316,26 @@ export async function startServices(
     await ready(service);
     return service.child.pid!;
   };
-  if (topology === 'one-process') return { port: apiPort, pids: [await start([], waitForHealthy, apiPort)] };
+  if (topology === 'start') {
+    const supervisor = await start([], waitForHealthy, apiPort);
+    return { port: apiPort, pids: [...rolePids(supervisor), supervisor] };
+  }
   const [api, worker] = await Promise.all([
     start(['--api'], waitForHealthy, apiPort),
     start(['--worker'], (s) => waitForStderr(s, WORKER_READY), await freePort()),
   ]);
   return { port: apiPort, pids: [api, worker] };
+}
+
+/** The API's and the worker's processes under a `tidings start` supervisor (cli/supervise.ts). */
+function rolePids(supervisor: number): [number, number] {
+  const children = readFileSync(`/proc/${supervisor}/task/${supervisor}/children`, 'utf8').trim().split(/\s+/).map(Number);
+  const withFlag = (flag: string) => {
+    const pid = children.find((c) => readFileSync(`/proc/${c}/cmdline`, 'utf8').split('\0').includes(flag));
+    if (pid === undefined) throw new Error(`no ${flag} process under the supervisor ${supervisor}`);
+    return pid;
+  };
+  return [withFlag('--api'), withFlag('--worker')];
 }
 
 /**
@@ -448,12 +462,14 @@ export function cpuUsedBetween(before: number[] | undefined, after: number[] | u
 }
 
 /**
- * "the service 3.1 s", split "the service 3.1 s (API 2.0 s, worker 1.1 s)"; with `per`, the same in
+ * "the service 3.1 s (API 2.0 s, worker 1.1 s)", and the supervisor's with `start`; with `per`, the same in
  * ms per `per.count` things, without "the service" and followed by "per <unit>" when given.
  */
 export function describeServiceCpu(used: { each: number[]; total: number }, per?: { count: number; unit?: string }): string {
   const fmt = (seconds: number) => (per ? `${((1000 * seconds) / Math.max(1, per.count)).toFixed(2)} ms` : `${seconds.toFixed(1)} s`);
-  const parts = used.each.length === 2 ? ` (API ${fmt(used.each[0]!)}, worker ${fmt(used.each[1]!)})` : '';
+  const [api, worker, supervisor] = used.each;
+  const parts =
+    used.each.length >= 2 ? ` (API ${fmt(api!)}, worker ${fmt(worker!)}${supervisor === undefined ? '' : `, supervisor ${fmt(supervisor)}`})` : '';
   return per ? `${fmt(used.total)}${per.unit ? ` per ${per.unit}` : ''}${parts}` : `the service ${fmt(used.total)}${parts}`;
 }
 

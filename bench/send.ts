@@ -4,7 +4,7 @@
  * measured in the same run.
  *
  *   npx tsx bench/send.ts [--n 2000] [--concurrency 16] [--recipients-per-request 1] [--raw 2000] [--one-at-a-time 50]
- *                         [--topology one-process|split] [--service in-process] [--payload persistent|transient] [--cold]
+ *                         [--topology start|split] [--service in-process] [--payload persistent|transient] [--cold]
  *                         [--progress-seconds 5] [--warm-up 4000]
  *
  * It sets everything up on loopback itself (bench/harness.ts startStack + verifiedDomain) and
@@ -12,13 +12,13 @@
  * test DNS server and SMTP sink (the relay every email goes to), the service, and a project with a
  * domain whose DKIM/SPF/DMARC records are published and verified, so every email is signed.
  *
- * Where the service runs (--topology, bench/harness.ts Topology): `one-process` (default) is
- * `tidings start`, API and worker in one child process; `split` is `tidings start --api` and
- * `tidings start --worker`, two child processes, as production runs them. Both run the build
+ * Where the service runs (--topology, bench/harness.ts Topology): `start` (default) is
+ * `tidings start`, which runs the API and the worker as two processes under its supervision; `split`
+ * is `tidings start --api` and `tidings start --worker` started apart, as production runs them. Both run the build
  * (BENCH_SERVICE_FROM_SOURCE=1: the source through tsx). This process keeps the load generator and
- * the sink, so CPU per email is the service's alone (both processes' in split). `--service
+ * the sink, so CPU per email is the service's alone (all of its processes'). `--service
  * in-process` puts the API and the worker in this process instead, to profile one process
- * (`--service process` is another name for one-process). PostgreSQL and Temporal share the machine
+ * (`--service process` is another name for start). PostgreSQL and Temporal share the machine
  * with all of it. BENCH_SERVICE_NODE_ARGS="--cpu-prof --cpu-prof-dir=DIR" profiles the service.
  *
  * What each request carries (--payload), one new contact per recipient, rendered per contact:
@@ -152,7 +152,7 @@ function options() {
   if (values.help) {
     process.stdout.write(
       'Usage: npx tsx bench/send.ts [--n 2000] [--concurrency 16] [--recipients-per-request 1] [--raw 2000] [--one-at-a-time 50]\n' +
-        '                            [--topology one-process|split] [--service in-process] [--payload persistent|transient] [--cold] [--progress-seconds 5] [--warm-up 4000]\n',
+        '                            [--topology start|split] [--service in-process] [--payload persistent|transient] [--cold] [--progress-seconds 5] [--warm-up 4000]\n',
     );
     process.exit(0);
   }
@@ -165,7 +165,7 @@ function options() {
     oneAtATime: values['one-at-a-time'] === '0' ? 0 : positiveInt('one-at-a-time', values['one-at-a-time']),
     progressSeconds: positiveInt('progress-seconds', values['progress-seconds']),
     warmUp: positiveInt('warm-up', values['warm-up']),
-    topology: topologyOption(values, 'one-process'),
+    topology: topologyOption(values, 'start'),
     payloadName: values.payload as PayloadName,
     payload: PAYLOADS[values.payload as PayloadName],
     cold: values.cold,
@@ -428,7 +428,7 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
       `${(perEmailMs(totalCpuS) / rawCpuMs).toFixed(2)} × the raw pool's CPU per message (a machine's drift moves both alike, so this compares runs better than the rates do)`,
     ...(mainThreadBefore && mainThreadAfter
       ? [
-          `  event loop    the ${stack.topology === 'split' ? 'API process\'s' : 'service\'s'} main thread was on a core ${((100 * (mainThreadAfter.cpuSeconds - mainThreadBefore.cpuSeconds)) / acceptedS).toFixed(0)} % of the load (until the last 200) ` +
+          `  event loop    the API process's main thread was on a core ${((100 * (mainThreadAfter.cpuSeconds - mainThreadBefore.cpuSeconds)) / acceptedS).toFixed(0)} % of the load (until the last 200) ` +
             `and was preempted ${((mainThreadAfter.preemptions - mainThreadBefore.preemptions) / acceptedS).toFixed(0)} times a second; the rest of the time it waited (PostgreSQL, the relay) or stood ready for a core`,
         ]
       : []),

@@ -4,14 +4,14 @@
  * an event and nothing else is triggered (bench/workflows.ts measures the same requests when they
  * start journeys).
  *
- *   npx tsx bench/track.ts [--n 5000] [--concurrency 16] [--topology one-process|split] [--service in-process] [--cold] [--warm-up 4000]
+ *   npx tsx bench/track.ts [--n 5000] [--concurrency 16] [--topology start|split] [--service in-process] [--cold] [--warm-up 4000]
  *
  * Set-up as bench/send.ts (bench/harness.ts startStack): a fresh database, an in-memory Temporal dev
  * server, the test DNS server and SMTP sink, the service (RATE_LIMIT_PER_MINUTE raised), one project
- * and no workflow. --topology as in bench/send.ts: `one-process` (default), `tidings start` as one
- * child process; `split`, `tidings start --api` and `--worker` as two; `--service in-process` puts
+ * and no workflow. --topology as in bench/send.ts: `start` (default), `tidings start` (API and
+ * worker under its supervision); `split`, `tidings start --api` and `--worker` started apart; `--service in-process` puts
  * the API and the worker in this process, for profiling. Otherwise this process is the load
- * generator alone, and the service's CPU (both processes' in split) is reported apart.
+ * generator alone, and the service's CPU (all of its processes') is reported apart.
  *
  * Payload: `{email, event: "signup", data: {plan}}`, the plan one of four values, stored on the
  * contact (a track's data is persistent: there is no one-shot variant to choose).
@@ -62,13 +62,13 @@ function options() {
     },
   });
   if (values.help) {
-    process.stdout.write('Usage: npx tsx bench/track.ts [--n 5000] [--concurrency 16] [--topology one-process|split] [--service in-process] [--cold] [--warm-up 4000]\n');
+    process.stdout.write('Usage: npx tsx bench/track.ts [--n 5000] [--concurrency 16] [--topology start|split] [--service in-process] [--cold] [--warm-up 4000]\n');
     process.exit(0);
   }
   return {
     n: positiveInt('n', values.n),
     concurrency: positiveInt('concurrency', values.concurrency),
-    topology: topologyOption(values, 'one-process'),
+    topology: topologyOption(values, 'start'),
     cold: values.cold,
     warmUp: positiveInt('warm-up', values['warm-up']),
   };

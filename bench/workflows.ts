@@ -10,7 +10,7 @@
  * reach the sink. bench/track.ts measures /v1/track with no workflow listening.
  *
  *   npx tsx bench/workflows.ts [--shape send-delay-send|send-only] [--n 500] [--concurrency 16] [--time-scale 0.001]
- *                              [--histories 100] [--topology one-process|split] [--service in-process] [--cold] [--warm-up 4000]
+ *                              [--histories 100] [--topology start|split] [--service in-process] [--cold] [--warm-up 4000]
  *                              [--worker-options '{"maxConcurrentWorkflowTaskPolls":40}']
  *
  * It sets everything up on loopback itself and tears it down again (bench/harness.ts): a fresh,
@@ -18,9 +18,10 @@
  * SMTP sink, and the service (RATE_LIMIT_PER_MINUTE raised); then a project, a verified domain
  * (every email DKIM-signed), two templates and the workflow, all through the HTTP API.
  *
- * --topology as in bench/send.ts: `one-process` (default), `tidings start` as one child process;
- * `split`, `tidings start --api` and `tidings start --worker` as two, the journeys run by the worker
- * process; the service's CPU (both processes' in split) is reported apart from this process's.
+ * --topology as in bench/send.ts: `start` (default), `tidings start` (API and worker under its
+ * supervision); `split`, `tidings start --api` and `tidings start --worker` started apart; the
+ * journeys run by the worker process either way; the service's CPU (all of its processes') is
+ * reported apart from this process's.
  * `--service in-process` puts the API and a real worker in this process, for profiling and for
  * --worker-options (Worker.create options on top of what temporal/worker.ts passes, experiments
  * only); the load generator's requests then take event-loop time from the API, and the ORM's
@@ -116,7 +117,7 @@ function options() {
   });
   if (values.help) {
     process.stdout.write(
-      'Usage: npx tsx bench/workflows.ts [--shape send-delay-send|send-only] [--n 500] [--concurrency 16] [--time-scale 0.001] [--histories 100] [--topology one-process|split] [--service in-process] [--cold] [--worker-options JSON] [--warm-up 4000]\n',
+      'Usage: npx tsx bench/workflows.ts [--shape send-delay-send|send-only] [--n 500] [--concurrency 16] [--time-scale 0.001] [--histories 100] [--topology start|split] [--service in-process] [--cold] [--worker-options JSON] [--warm-up 4000]\n',
     );
     process.exit(0);
   }
@@ -124,7 +125,7 @@ function options() {
   if (!shape) throw new Error(`--shape must be one of ${Object.keys(SHAPES).join(', ')}, got ${values.shape}`);
   const timeScale = Number(values['time-scale']);
   if (!(timeScale > 0 && timeScale <= 1)) throw new Error(`--time-scale must be in (0, 1], got ${values['time-scale']}`);
-  const topology = topologyOption(values, 'one-process');
+  const topology = topologyOption(values, 'start');
   const workerOptions = values['worker-options'] === undefined ? undefined : (JSON.parse(values['worker-options']) as Partial<WorkerOptions>);
   if (workerOptions && topology !== 'in-process') throw new Error('--worker-options applies to a worker in this process: give --service in-process');
   return {
@@ -613,7 +614,7 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
     `  CPU               during the run (${secs(runS)}, ${cores} cores = ${(cores * runS).toFixed(0)} core-s): ` +
       (serviceCpuS === undefined
         ? `${cpuLine('node', 'this process')} (main thread event loop ${(100 * elu.utilization).toFixed(0)}% busy), `
-        : `${describeServiceCpu(serviceCpu!)} (${((100 * serviceCpuS) / runS).toFixed(0)}% of a core${serviceLoopS === undefined ? '' : `; ${stack.topology === 'split' ? 'the API\'s' : 'its'} main thread ${serviceLoopS.toFixed(1)} s`}), ` +
+        : `${describeServiceCpu(serviceCpu!)} (${((100 * serviceCpuS) / runS).toFixed(0)}% of a core${serviceLoopS === undefined ? '' : `; the API's main thread ${serviceLoopS.toFixed(1)} s`}), ` +
           `${cpuLine('node', 'this process (load generator, sink)')}, `) +
       `${cpuLine('temporal', 'Temporal server')}, ${cpuLine('postgres', `PostgreSQL backends of ${stack.db.name}`)} ` +
       `(the whole server, other databases' work and background processes included: ${cpu('postgresServer').toFixed(1)} s)`,

@@ -10,10 +10,12 @@ import { StartupError } from './errors';
 import { parseContactsImportArgs, runContactsImport } from './import';
 import { resolveDatabase } from './services';
 import { startService } from './start';
+import { superviseService } from './supervise';
 
 const USAGE = `Usage: tidings <command>
 
-  start [--api | --worker]         run the service (both by default)
+  start [--api | --worker]         run the service: the API and the worker, each in a process
+                                   of its own (both by default)
   migrate                          apply database migrations
   project create <name> [--owner <email>]
                                    create a project; prints {id, name, secretKey, publicKey}.
@@ -36,8 +38,10 @@ const USAGE = `Usage: tidings <command>
 
 Configuration comes from the environment (see docs/configuration.md).`;
 
-// Progress goes to stderr so stdout stays machine-readable JSON.
-const log = (msg: string) => process.stderr.write(`[tidings] ${msg}\n`);
+// Progress goes to stderr so stdout stays machine-readable JSON. Under `tidings start` each role's
+// process (cli/supervise.ts, started with an IPC channel) names itself.
+const role = process.send && ['--api', '--worker'].find((flag) => process.argv.includes(flag));
+const log = (msg: string) => process.stderr.write(`[tidings${role ? ` ${role.slice(2)}` : ''}] ${msg}\n`);
 
 /** Runs a database command against the configured (or embedded) database, then lets go of it. */
 async function withDatabase<T>(fn: (orm: Awaited<ReturnType<typeof createOrm>>) => Promise<T>): Promise<T> {
@@ -77,9 +81,9 @@ async function main(argv: string[]): Promise<number> {
       if (unknown.length) return fail(`Unknown option for start: ${unknown.join(' ')}`);
       const apiOnly = rest.includes('--api');
       const workerOnly = rest.includes('--worker');
-      // Both flags (or neither) mean both roles.
-      const both = apiOnly === workerOnly;
-      await startService(loadConfig(), { api: both || apiOnly, worker: both || workerOnly }, log);
+      // Both flags (or neither) mean both roles, each in a process of its own.
+      if (apiOnly === workerOnly) await superviseService(loadConfig(), log);
+      else await startService(loadConfig(), apiOnly ? 'api' : 'worker', log);
       return 0;
     }
     case 'migrate':

@@ -16,76 +16,64 @@ import { TemporalGateway } from '../temporal/client';
 import { installSdkLogging, startWorker } from '../temporal/worker';
 import { StartupError } from './errors';
 import { type Log, resolveDatabase, resolveTemporal } from './services';
+import { Interrupted, watchStopSignals } from './stop-signals';
 
-export interface StartOptions {
-  api: boolean;
-  worker: boolean;
-}
+export type Role = 'api' | 'worker';
 
-/** Thrown between startup steps when a stop signal arrived meanwhile. */
-class Interrupted extends Error {}
-
-/** Runs the API and/or the worker until SIGINT/SIGTERM, then drains and stops in reverse order. */
-export async function startService(config: Config, opts: StartOptions, log: Log): Promise<void> {
+/**
+ * Runs one role, the API or the worker, until SIGINT/SIGTERM, then drains and stops in reverse
+ * order. Under `tidings start` (cli/supervise.ts) it is a child process that reports ready over
+ * the IPC channel and never outlives its supervisor.
+ */
+export async function startService(config: Config, role: Role, log: Log): Promise<void> {
   const logger = createLogger(config);
   installSdkLogging(logger);
   const stops: (() => Promise<void>)[] = [];
   const stopAll = async () => {
     for (const stop of stops.reverse()) await stop().catch((err) => log(`shutdown: ${(err as Error).message}`));
   };
-
-  // Signals are handled from the very start and until everything is stopped: a SIGTERM while
-  // PostgreSQL or Temporal is still starting must stop what is already up, and a repeated signal
-  // (a second Ctrl-C, or tsx relaying one the process also got directly) must not take Node's
-  // default action and exit at once, leaving the detached Temporal dev server running.
-  let signalled: string | undefined;
-  let wake: () => void = () => undefined;
-  const stopRequested = new Promise<void>((resolve) => (wake = resolve));
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (signalled) return log(`${signal} received again; still shutting down`);
-    signalled = signal;
-    log(`${signal} received, shutting down`);
-    wake();
-  };
-  // Never removed: a relayed copy of the signal can land after everything has stopped, and without
-  // a handler it would kill the process (exit 143) before the CLI exits with 0.
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-  const checkpoint = () => {
-    if (signalled) throw new Interrupted();
-  };
+  const signals = watchStopSignals(log);
+  const supervised = process.send !== undefined;
+  // The supervisor only goes without stopping this process first when it was killed or crashed:
+  // this process goes the same way, at once, rather than outlive it holding the port and the leases.
+  if (supervised) {
+    process.once('disconnect', () => {
+      log('The supervising process is gone: exiting at once');
+      process.exit(1);
+    });
+  }
 
   try {
     const db = await resolveDatabase(config, log);
     stops.push(db.stop);
-    checkpoint();
+    signals.checkpoint();
     const orm = await createOrm(db.url, { pool: { max: config.databasePoolMax } }, config.temporal.taskQueue);
     stops.push(() => orm.close());
-    if (opts.api) {
+    if (role === 'api') {
       const applied = await migrate(orm);
       if (applied.length) log(`Applied migrations: ${applied.join(', ')}`);
     }
-    checkpoint();
+    signals.checkpoint();
     const temporal = await resolveTemporal(config, log);
     stops.push(temporal.stop);
-    checkpoint();
+    signals.checkpoint();
     const settings = { address: temporal.address, namespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue };
     const dns = createDnsLookup({ servers: config.dnsServers });
     const bounces = await loadBounceAddresses(orm, config);
 
-    if (opts.worker) {
+    if (role === 'worker') {
       const returnPaths = await startReturnPaths(orm, bounces, config, (err) => logger.warn({ err }, 'could not reload the return-path domains'));
       stops.push(async () => returnPaths.stop());
       const mailer = mailerFromConfig(config, log, returnPaths);
       stops.push(async () => mailer.close());
       const worker = await startWorker(settings, { orm, dns, mailer, config });
       stops.push(() => worker.shutdown());
-      checkpoint();
-      // startWorker returned once the server saw it poll: only now do the API, /health and the
-      // ready line come up, so the first request that needs a worker finds one.
+      signals.checkpoint();
+      // startWorker returned once the server saw it poll: the supervisor starts the API only after
+      // this process is ready, so the first request that needs a worker finds one.
       log(`Worker polling task queue "${settings.taskQueue}" on ${settings.address}`);
     }
-    if (opts.api) {
+    if (role === 'api') {
       const gateway = await TemporalGateway.connect(settings, config);
       stops.push(() => gateway.close());
       const deps = await buildAppDeps({ config, orm, temporal: gateway, logger, dns });
@@ -111,7 +99,7 @@ export async function startService(config: Config, opts: StartOptions, log: Log)
       }, STATISTICS_CHECK_MS);
       statistics.unref();
       stops.push(async () => clearInterval(statistics));
-      checkpoint();
+      signals.checkpoint();
       log(`API listening on ${config.publicUrl} (docs: ${config.publicUrl}/docs)`);
       if (config.inbound) {
         const { port, host, tls, maxMessageBytes } = config.inbound;
@@ -122,7 +110,7 @@ export async function startService(config: Config, opts: StartOptions, log: Log)
           throw new StartupError(`The inbound SMTP receiver cannot listen on port ${port}: ${err.message}`);
         });
         stops.push(() => receiver.close());
-        checkpoint();
+        signals.checkpoint();
         log(`Inbound SMTP listening on port ${receiver.port}${tls ? ' (STARTTLS)' : ''}`);
       }
     }
@@ -133,9 +121,11 @@ export async function startService(config: Config, opts: StartOptions, log: Log)
     // A group-wide signal also reaches what is starting: PostgreSQL, or the Temporal dev server in
     // the instant between its spawn and it leaving our process group. Its failure is then the stop
     // that was asked for, not a start-up error.
-    if (signalled) return log(`Start-up cut short by ${signalled}: ${(err as Error).message.split('\n')[0]}`);
+    const reason = signals.reason();
+    if (reason) return log(`Start-up cut short by ${reason}: ${(err as Error).message.split('\n')[0]}`);
     throw err;
   }
-  await stopRequested;
+  if (supervised) process.send!({ ready: true });
+  await signals.requested;
   await stopAll();
 }

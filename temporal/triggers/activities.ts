@@ -15,7 +15,7 @@ export interface DispatchRoundInput {
 const BATCH = 200;
 /**
  * Contacts whose events are delivered at once; one contact's events go in order. Each holds a
- * pooled connection while it claims an entry, and the API shares that pool in a one-process service.
+ * pooled connection while it claims an entry, a pool the worker's other activities share.
  */
 const PARALLEL_CONTACTS = 8;
 const IDLE_WAIT_MS = 1000;

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -7,20 +7,30 @@ import { query } from '../../db/sql';
 import { type DnsServer, startDnsServer } from '../helpers/dns';
 import { bearer, startTestEnv, type TestEnv } from '../helpers/env';
 import { type Domain, waitUntil } from '../helpers/sending';
-import { freePorts, killService, type Service, startService, stopService, waitForHealthy } from '../helpers/service-process';
+import { accepts, freePorts, killService, type Service, startService, stopService, waitForHealthy } from '../helpers/service-process';
 import { type SmtpSink, startSmtpSink } from '../helpers/smtp';
 import { postJson } from '../helpers/split-service';
 
 /**
- * `tidings start` with both roles in one process: its delivery engine claims /v1/send's emails
- * and is SIGKILLed while it holds them. Its relay accepts connections and never greets, so every
- * email it claimed is still in its memory or in flight, and none reached a relay. A new process
- * (the relay now a real one) must deliver each of them once, when their lease runs out.
+ * `tidings start` (a supervisor with the API and the worker as its children, cli/supervise.ts): its
+ * delivery engine claims /v1/send's emails, and the supervisor alone is SIGKILLed while they are
+ * held. The children must not outlive it. Its relay accepts connections and never greets, so every
+ * email it claimed is still in the worker's memory or in flight, and none reached a relay. A new
+ * `tidings start` (the relay now a real one) must deliver each of them once, when their lease runs out.
  */
 const DOMAIN = 'combined-crash.test';
 const LEASE_SECONDS = 5;
 const tag = Date.now();
 const to = [0, 1, 2].map((i) => `combined-${i}-${tag}@example.org`);
+
+const isAlive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
 
 let dns: DnsServer;
 let smtp: SmtpSink;
@@ -30,7 +40,7 @@ let project: ProjectWithKeys;
 let dataDir: string;
 const services: Service[] = [];
 
-/** `tidings start` (API and worker in one process) on the test run's PostgreSQL and Temporal server. */
+/** `tidings start` on the test run's PostgreSQL and Temporal server. */
 async function startCombined(smtpUrl: string): Promise<Service> {
   const ports = await freePorts();
   const service = startService(dataDir, ports, {
@@ -82,7 +92,7 @@ afterAll(async () => {
   await dns?.close();
 });
 
-test('emails claimed by the engine of a process SIGKILLed before it could send them are delivered once by the next', async () => {
+test('a SIGKILLed supervisor takes its children with it; the emails they held are delivered once by the next start', async () => {
   const first = await startCombined(`smtp://127.0.0.1:${(silent.address() as net.AddressInfo).port}`);
   const auth = bearer(project.secretKey);
   const added = (await env.http().post('/domains').set(auth).send({ domain: DOMAIN })).body as Domain;
@@ -101,7 +111,12 @@ test('emails claimed by the engine of a process SIGKILLed before it could send t
   // Claimed, and stuck at the silent relay.
   await waitUntil(async () => (await emailRows()).every((r) => r.status === 'SENDING'), 30_000);
   expect(await emailRows()).toEqual(to.map((address) => ({ to_email: address, status: 'SENDING', attempts: 1 })));
-  await killService(first);
+  const children = readFileSync(`/proc/${first.child.pid}/task/${first.child.pid}/children`, 'utf8').trim().split(/\s+/).map(Number);
+  expect(children).toHaveLength(2);
+  process.kill(first.child.pid!, 'SIGKILL');
+  await first.exited;
+  // The API and the worker exit as soon as their channel to the supervisor closes.
+  await waitUntil(async () => children.every((pid) => !isAlive(pid)) && !(await accepts(first.ports.api)), 10_000);
 
   await startCombined(smtp.url);
   await waitUntil(async () => (await emailRows()).every((r) => r.status === 'SENT'), (LEASE_SECONDS + 30) * 1000);
@@ -110,3 +125,17 @@ test('emails claimed by the engine of a process SIGKILLed before it could send t
   // A message reaches the sink before its 250, and SENT is written after it: all are in.
   for (const address of to) expect(smtp.messages.filter((m) => m.envelope.to.includes(address))).toHaveLength(1);
 }, 150_000);
+
+test('when one of its processes dies, tidings start stops the other and exits 1, naming it', async () => {
+  const service = await startCombined(smtp.url);
+  const children = readFileSync(`/proc/${service.child.pid}/task/${service.child.pid}/children`, 'utf8').trim().split(/\s+/).map(Number);
+  const worker = children.find((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes('--worker'));
+  expect(worker).toBeDefined();
+  process.kill(worker!, 'SIGKILL');
+
+  const { code } = await service.exited;
+  expect(code).toBe(1);
+  expect(service.stderr()).toContain('The worker process exited (signal SIGKILL); the service stopped.');
+  expect(children.every((pid) => !isAlive(pid))).toBe(true);
+  expect(await accepts(service.ports.api)).toBe(false);
+}, 120_000);

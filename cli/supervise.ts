@@ -1,0 +1,106 @@
+import { type ChildProcess, fork } from 'node:child_process';
+import type { Config } from '../config';
+import { createOrm, migrate } from '../db/orm';
+import { StartupError } from './errors';
+import { type Log, resolveDatabase, resolveTemporal } from './services';
+import type { Role } from './start';
+import { Interrupted, watchStopSignals } from './stop-signals';
+
+/**
+ * `tidings start`: PostgreSQL and Temporal as configured (or embedded), the migrations, then the
+ * worker and the API as two child processes, `tidings start --worker` and `tidings start --api`,
+ * the same processes a production deployment runs apart. One Node process is one event loop on one
+ * core, and the API's requests and the worker's sends slowed each other down in one
+ * (docs/performance.md). Stops on SIGINT/SIGTERM, or when either child exits.
+ */
+export async function superviseService(config: Config, log: Log): Promise<void> {
+  const stops: (() => Promise<void>)[] = [];
+  const stopAll = async () => {
+    for (const stop of stops.reverse()) await stop().catch((err) => log(`shutdown: ${(err as Error).message}`));
+  };
+  const signals = watchStopSignals(log);
+  const children: RoleProcess[] = [];
+
+  try {
+    const db = await resolveDatabase(config, log);
+    stops.push(db.stop);
+    signals.checkpoint();
+    const orm = await createOrm(db.url, {}, config.temporal.taskQueue);
+    try {
+      const applied = await migrate(orm);
+      if (applied.length) log(`Applied migrations: ${applied.join(', ')}`);
+    } finally {
+      await orm.close();
+    }
+    signals.checkpoint();
+    const temporal = await resolveTemporal(config, log);
+    stops.push(temporal.stop);
+    signals.checkpoint();
+
+    // The children find what this process resolved, as a production deployment configures them.
+    const env = { ...process.env, DATABASE_URL: db.url, TEMPORAL_ADDRESS: temporal.address };
+    // The worker first: the API comes up once a worker polls, so the first request that needs one finds it.
+    for (const role of ['worker', 'api'] as const) {
+      const child = startRole(role, env);
+      children.push(child);
+      stops.push(child.stop);
+      await Promise.race([child.ready, signals.requested]);
+      signals.checkpoint();
+    }
+    if (temporal.uiUrl) log(`Temporal Web UI: ${temporal.uiUrl}`);
+  } catch (err) {
+    await stopAll();
+    if (err instanceof Interrupted) return;
+    // A group-wide signal also reaches what is starting: PostgreSQL, or the Temporal dev server in
+    // the instant between its spawn and it leaving our process group. Its failure is then the stop
+    // that was asked for, not a start-up error.
+    const reason = signals.reason();
+    if (reason) return log(`Start-up cut short by ${reason}: ${(err as Error).message.split('\n')[0]}`);
+    throw err;
+  }
+  const ended = await Promise.race([signals.requested.then(() => undefined), ...children.map((c) => c.exited.then(() => c))]);
+  if (ended) signals.request(`the ${ended.role} process`, `The ${ended.role} process exited (${ended.exitDescription()}), stopping the service`);
+  await stopAll();
+  if (ended) throw new StartupError(`The ${ended.role} process exited (${ended.exitDescription()}); the service stopped.`);
+}
+
+interface RoleProcess {
+  role: Role;
+  /** Resolves once the role is up; rejects if it exits first. */
+  ready: Promise<void>;
+  exited: Promise<void>;
+  exitDescription(): string;
+  /** SIGTERM, then waits for it to drain and exit. */
+  stop(): Promise<void>;
+}
+
+/** `tidings start --<role>` as a child of this process, with an IPC channel (cli/start.ts). */
+function startRole(role: Role, env: NodeJS.ProcessEnv): RoleProcess {
+  // This very CLI again, through the same loader flags (tsx from source, none from the build).
+  const child: ChildProcess = fork(process.argv[1]!, ['start', `--${role}`], { env, stdio: 'inherit' });
+  let code: number | null = null;
+  let signal: NodeJS.Signals | null = null;
+  const exited = new Promise<void>((resolve) =>
+    child.once('exit', (c, s) => {
+      code = c;
+      signal = s;
+      resolve();
+    }),
+  );
+  const exitDescription = () => (signal ? `signal ${signal}` : `code ${code}`);
+  const ready = new Promise<void>((resolve, reject) => {
+    child.on('message', (m: { ready?: boolean }) => m?.ready && resolve());
+    void exited.then(() => reject(new StartupError(`The ${role} process exited during start-up (${exitDescription()}).`)));
+  });
+  ready.catch(() => undefined);
+  return {
+    role,
+    ready,
+    exited,
+    exitDescription,
+    stop: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
