@@ -54,6 +54,7 @@ const envSchema = z.object({
   WEBHOOK_ALLOW_PRIVATE_TARGETS: boolFlag,
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(1000),
   DATABASE_POOL_MAX: z.coerce.number().int().min(2).max(500).default(20),
+  WORKER_NICENESS: z.coerce.number().int().min(0).max(19).default(10),
   SEND_THROTTLE_PER_SECOND: z.coerce.number().positive().default(100),
   // Between two batches the lanes drain and the next activity starts (a workflow task, the send
   // lock, the template, the first page): at 500 that gap cost a campaign of 20,000 about a fifth
@@ -146,6 +147,8 @@ export type Config = {
   rateLimitPerMinute: number;
   /** Connections each process may hold to the database: API and worker replicas times this must fit PostgreSQL's max_connections. */
   databasePoolMax: number;
+  /** How much the worker lowers its CPU priority (cli/priority.ts): 0 leaves it as started. */
+  workerNiceness: number;
   /**
    * Campaign emails per second per project (db/messages/send-throttle.ts): a reservation clock in Postgres
    * shared by every worker; a project's own `send_throttles.rate_per_second` overrides it.
@@ -269,6 +272,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookAllowPrivateTargets: e.WEBHOOK_ALLOW_PRIVATE_TARGETS,
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
     databasePoolMax: e.DATABASE_POOL_MAX,
+    workerNiceness: e.WORKER_NICENESS,
     sendThrottlePerSecond: e.SEND_THROTTLE_PER_SECOND,
     delivery: { engines: e.DELIVERY_ENGINES, concurrency: e.DELIVERY_CONCURRENCY, leaseSeconds: e.DELIVERY_LEASE_SECONDS },
     logLevel: e.LOG_LEVEL,

@@ -15,6 +15,7 @@ import { inboundHandler } from '../api/use-cases/inbound';
 import { TemporalGateway } from '../temporal/client';
 import { installSdkLogging, startWorker } from '../temporal/worker';
 import { StartupError } from './errors';
+import { lowerPriority } from './priority';
 import { type Log, resolveDatabase, resolveTemporal } from './services';
 import { Interrupted, watchStopSignals } from './stop-signals';
 
@@ -33,6 +34,9 @@ export async function startService(config: Config, role: Role, log: Log): Promis
     for (const stop of stops.reverse()) await stop().catch((err) => log(`shutdown: ${(err as Error).message}`));
   };
   const signals = watchStopSignals(log);
+  // Requests first: where the worker shares the machine with the API, delivery and journeys take
+  // the CPU the requests leave (docs/configuration.md, WORKER_NICENESS).
+  if (role === 'worker') lowerPriority(config.workerNiceness);
   const supervised = process.send !== undefined;
   // The supervisor only goes without stopping this process first when it was killed or crashed:
   // this process goes the same way, at once, rather than outlive it holding the port and the leases.

@@ -1,3 +1,4 @@
+import { loadConfig } from '../../config';
 import { startTestEnv, type TestEnv } from '../helpers/env';
 
 const envs: TestEnv[] = [];
@@ -26,4 +27,12 @@ test('GET /config needs no key and reflects the real configuration', async () =>
   const configured = await configOf({ SMTP_URL: 'smtp://127.0.0.1:2525', DISABLE_SIGNUPS: 'true' });
   expect(configured.features.smtp).toEqual({ enabled: true });
   expect(configured.features.signups).toEqual({ enabled: false });
+});
+
+test('WORKER_NICENESS is 10 unless set, and a value nice cannot take is refused', () => {
+  expect(loadConfig({}).workerNiceness).toBe(10);
+  expect(loadConfig({ WORKER_NICENESS: '0' }).workerNiceness).toBe(0);
+  for (const bad of ['20', '-1', '2.5', 'low']) {
+    expect(() => loadConfig({ WORKER_NICENESS: bad })).toThrow(/Invalid configuration[\s\S]*WORKER_NICENESS/);
+  }
 });

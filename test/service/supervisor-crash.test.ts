@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -126,12 +126,30 @@ test('a SIGKILLed supervisor takes its children with it; the emails they held ar
   for (const address of to) expect(smtp.messages.filter((m) => m.envelope.to.includes(address))).toHaveLength(1);
 }, 150_000);
 
-test('when one of its processes dies, tidings start stops the other and exits 1, naming it', async () => {
+/** The nice value of each thread of a process (/proc/<pid>/task/<tid>/stat, the 19th field). */
+function threadNiceness(pid: number): number[] {
+  return readdirSync(`/proc/${pid}/task`).map((tid) => {
+    const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+  });
+}
+
+test('the worker runs every thread at a lower priority than the API; when one of them dies, tidings start stops the other and exits 1, naming it', async () => {
   const service = await startCombined(smtp.url);
   const children = readFileSync(`/proc/${service.child.pid}/task/${service.child.pid}/children`, 'utf8').trim().split(/\s+/).map(Number);
-  const worker = children.find((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes('--worker'));
-  expect(worker).toBeDefined();
-  process.kill(worker!, 'SIGKILL');
+  const roleOf = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').find((a) => a === '--api' || a === '--worker');
+  const worker = children.find((pid) => roleOf(pid) === '--worker')!;
+  const apiProcess = children.find((pid) => roleOf(pid) === '--api')!;
+  expect([worker, apiProcess].every(Boolean)).toBe(true);
+
+  // WORKER_NICENESS, 10 by default, on top of what the service was started with.
+  const started = threadNiceness(apiProcess);
+  expect(new Set(started).size).toBe(1);
+  const workerThreads = threadNiceness(worker);
+  expect(workerThreads.length).toBeGreaterThan(5);
+  expect(new Set(workerThreads)).toEqual(new Set([Math.min(19, started[0]! + 10)]));
+
+  process.kill(worker, 'SIGKILL');
 
   const { code } = await service.exited;
   expect(code).toBe(1);
