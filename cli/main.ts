@@ -14,8 +14,9 @@ import { superviseService } from './supervise';
 
 const USAGE = `Usage: tidings <command>
 
-  start [--api | --worker]         run the service: the API and the worker, each in a process
-                                   of its own (both by default)
+  start [--api | --worker]         run the service; by default both roles, the worker and the
+                                   API, as two processes under this one; --api or --worker
+                                   runs that role alone in this process
   migrate                          apply database migrations
   project create <name> [--owner <email>]
                                    create a project; prints {id, name, secretKey, publicKey}.

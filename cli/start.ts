@@ -17,7 +17,7 @@ import { installSdkLogging, startWorker } from '../temporal/worker';
 import { StartupError } from './errors';
 import { lowerPriority } from './priority';
 import { type Log, resolveDatabase, resolveTemporal } from './services';
-import { Interrupted, watchStopSignals } from './stop-signals';
+import { Lifecycle } from './lifecycle';
 
 export type Role = 'api' | 'worker';
 
@@ -29,11 +29,7 @@ export type Role = 'api' | 'worker';
 export async function startService(config: Config, role: Role, log: Log): Promise<void> {
   const logger = createLogger(config);
   installSdkLogging(logger);
-  const stops: (() => Promise<void>)[] = [];
-  const stopAll = async () => {
-    for (const stop of stops.reverse()) await stop().catch((err) => log(`shutdown: ${(err as Error).message}`));
-  };
-  const signals = watchStopSignals(log);
+  const life = new Lifecycle(log);
   // Requests first: where the worker shares the machine with the API, delivery and journeys take
   // the CPU the requests leave (docs/configuration.md, WORKER_NICENESS).
   if (role === 'worker') lowerPriority(config.workerNiceness);
@@ -47,51 +43,51 @@ export async function startService(config: Config, role: Role, log: Log): Promis
     });
   }
 
-  try {
+  const started = await life.startUp(async () => {
     const db = await resolveDatabase(config, log);
-    stops.push(db.stop);
-    signals.checkpoint();
+    life.onStop(db.stop);
+    life.checkpoint();
     const orm = await createOrm(db.url, { pool: { max: config.databasePoolMax } }, config.temporal.taskQueue);
-    stops.push(() => orm.close());
+    life.onStop(() => orm.close());
     if (role === 'api') {
       const applied = await migrate(orm);
       if (applied.length) log(`Applied migrations: ${applied.join(', ')}`);
     }
-    signals.checkpoint();
+    life.checkpoint();
     const temporal = await resolveTemporal(config, log);
-    stops.push(temporal.stop);
-    signals.checkpoint();
+    life.onStop(temporal.stop);
+    life.checkpoint();
     const settings = { address: temporal.address, namespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue };
     const dns = createDnsLookup({ servers: config.dnsServers });
     const bounces = await loadBounceAddresses(orm, config);
 
     if (role === 'worker') {
       const returnPaths = await startReturnPaths(orm, bounces, config, (err) => logger.warn({ err }, 'could not reload the return-path domains'));
-      stops.push(async () => returnPaths.stop());
+      life.onStop(async () => returnPaths.stop());
       const mailer = mailerFromConfig(config, log, returnPaths);
-      stops.push(async () => mailer.close());
+      life.onStop(async () => mailer.close());
       const worker = await startWorker(settings, { orm, dns, mailer, config });
-      stops.push(() => worker.shutdown());
-      signals.checkpoint();
+      life.onStop(() => worker.shutdown());
+      life.checkpoint();
       // startWorker returned once the server saw it poll: the supervisor starts the API only after
       // this process is ready, so the first request that needs a worker finds one.
       log(`Worker polling task queue "${settings.taskQueue}" on ${settings.address}`);
     }
     if (role === 'api') {
       const gateway = await TemporalGateway.connect(settings, config);
-      stops.push(() => gateway.close());
+      life.onStop(() => gateway.close());
       const deps = await buildAppDeps({ config, orm, temporal: gateway, logger, dns });
       const { app } = createApp(deps);
       const server = await listenApp(app, config.port).catch((err: Error) => {
         throw new StartupError(`The API cannot listen on port ${config.port}: ${err.message}`);
       });
-      stops.push(() => new Promise((resolve) => server.close(() => resolve())));
+      life.onStop(() => new Promise((resolve) => server.close(() => resolve())));
       const pruner = setInterval(() => {
         void pruneRateLimitWindows(orm.em.fork()).catch(() => {});
         void pruneRevokedSessions(orm.em.fork()).catch(() => {});
       }, 60_000);
       pruner.unref();
-      stops.push(async () => clearInterval(pruner));
+      life.onStop(async () => clearInterval(pruner));
       // While tables grow from empty, their plans follow (db/statistics.ts).
       let analyzing = false;
       const statistics = setInterval(() => {
@@ -102,8 +98,8 @@ export async function startService(config: Config, role: Role, log: Log): Promis
           .finally(() => (analyzing = false));
       }, STATISTICS_CHECK_MS);
       statistics.unref();
-      stops.push(async () => clearInterval(statistics));
-      signals.checkpoint();
+      life.onStop(async () => clearInterval(statistics));
+      life.checkpoint();
       log(`API listening on ${config.publicUrl} (docs: ${config.publicUrl}/docs)`);
       if (config.inbound) {
         const { port, host, tls, maxMessageBytes } = config.inbound;
@@ -113,23 +109,15 @@ export async function startService(config: Config, role: Role, log: Log): Promis
         ).catch((err: Error) => {
           throw new StartupError(`The inbound SMTP receiver cannot listen on port ${port}: ${err.message}`);
         });
-        stops.push(() => receiver.close());
-        signals.checkpoint();
+        life.onStop(() => receiver.close());
+        life.checkpoint();
         log(`Inbound SMTP listening on port ${receiver.port}${tls ? ' (STARTTLS)' : ''}`);
       }
     }
     if (temporal.uiUrl) log(`Temporal Web UI: ${temporal.uiUrl}`);
-  } catch (err) {
-    await stopAll();
-    if (err instanceof Interrupted) return;
-    // A group-wide signal also reaches what is starting: PostgreSQL, or the Temporal dev server in
-    // the instant between its spawn and it leaving our process group. Its failure is then the stop
-    // that was asked for, not a start-up error.
-    const reason = signals.reason();
-    if (reason) return log(`Start-up cut short by ${reason}: ${(err as Error).message.split('\n')[0]}`);
-    throw err;
-  }
+  });
+  if (!started) return;
   if (supervised) process.send!({ ready: true });
-  await signals.requested;
-  await stopAll();
+  await life.stopRequested;
+  await life.stopAll();
 }

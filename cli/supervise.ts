@@ -4,7 +4,7 @@ import { createOrm, migrate } from '../db/orm';
 import { StartupError } from './errors';
 import { type Log, resolveDatabase, resolveTemporal } from './services';
 import type { Role } from './start';
-import { Interrupted, watchStopSignals } from './stop-signals';
+import { Lifecycle } from './lifecycle';
 
 /**
  * `tidings start`: PostgreSQL and Temporal as configured (or embedded), the migrations, then the
@@ -14,17 +14,12 @@ import { Interrupted, watchStopSignals } from './stop-signals';
  * (docs/performance.md). Stops on SIGINT/SIGTERM, or when either child exits.
  */
 export async function superviseService(config: Config, log: Log): Promise<void> {
-  const stops: (() => Promise<void>)[] = [];
-  const stopAll = async () => {
-    for (const stop of stops.reverse()) await stop().catch((err) => log(`shutdown: ${(err as Error).message}`));
-  };
-  const signals = watchStopSignals(log);
+  const life = new Lifecycle(log);
   const children: RoleProcess[] = [];
-
-  try {
+  const started = await life.startUp(async () => {
     const db = await resolveDatabase(config, log);
-    stops.push(db.stop);
-    signals.checkpoint();
+    life.onStop(db.stop);
+    life.checkpoint();
     const orm = await createOrm(db.url, {}, config.temporal.taskQueue);
     try {
       const applied = await migrate(orm);
@@ -32,10 +27,10 @@ export async function superviseService(config: Config, log: Log): Promise<void> 
     } finally {
       await orm.close();
     }
-    signals.checkpoint();
+    life.checkpoint();
     const temporal = await resolveTemporal(config, log);
-    stops.push(temporal.stop);
-    signals.checkpoint();
+    life.onStop(temporal.stop);
+    life.checkpoint();
 
     // The children find what this process resolved, as a production deployment configures them.
     const env = { ...process.env, DATABASE_URL: db.url, TEMPORAL_ADDRESS: temporal.address };
@@ -43,24 +38,16 @@ export async function superviseService(config: Config, log: Log): Promise<void> 
     for (const role of ['worker', 'api'] as const) {
       const child = startRole(role, env);
       children.push(child);
-      stops.push(child.stop);
-      await Promise.race([child.ready, signals.requested]);
-      signals.checkpoint();
+      life.onStop(child.stop);
+      await Promise.race([child.ready, life.stopRequested]);
+      life.checkpoint();
     }
     if (temporal.uiUrl) log(`Temporal Web UI: ${temporal.uiUrl}`);
-  } catch (err) {
-    await stopAll();
-    if (err instanceof Interrupted) return;
-    // A group-wide signal also reaches what is starting: PostgreSQL, or the Temporal dev server in
-    // the instant between its spawn and it leaving our process group. Its failure is then the stop
-    // that was asked for, not a start-up error.
-    const reason = signals.reason();
-    if (reason) return log(`Start-up cut short by ${reason}: ${(err as Error).message.split('\n')[0]}`);
-    throw err;
-  }
-  const ended = await Promise.race([signals.requested.then(() => undefined), ...children.map((c) => c.exited.then(() => c))]);
-  if (ended) signals.request(`the ${ended.role} process`, `The ${ended.role} process exited (${ended.exitDescription()}), stopping the service`);
-  await stopAll();
+  });
+  if (!started) return;
+  const ended = await Promise.race([life.stopRequested.then(() => undefined), ...children.map((c) => c.exited.then(() => c))]);
+  if (ended) life.requestStop(`the ${ended.role} process`, `The ${ended.role} process exited (${ended.exitDescription()}), stopping the service`);
+  await life.stopAll();
   if (ended) throw new StartupError(`The ${ended.role} process exited (${ended.exitDescription()}); the service stopped.`);
 }
 
