@@ -3,7 +3,7 @@
  * as a child process with a stack of its own, reads the RESULT line each prints last, and ends with
  * a table of every figure against its goal and its same-run baseline.
  *
- *   npx tsx bench/goals.ts [--only FILTER[,FILTER…]] [--n N] [--warm-up N] [--raw N] [--one-at-a-time N] [--list]
+ *   npx tsx bench/goals.ts [--only FILTER[,FILTER…]] [--repeat N] [--n N] [--warm-up N] [--raw N] [--one-at-a-time N] [--list]
  *
  * The matrix, each run in both topologies (`start`: `tidings start`; `split`: `tidings start
  * --api` + `tidings start --worker`; bench/harness.ts Topology):
@@ -17,6 +17,9 @@
  * A run's name is its words, e.g. `send persistent cold split`. --only keeps the runs that match
  * any of its comma-separated filters, a filter being words joined by `+` that must all be in the
  * name: `--only send`, `--only track+cold,workflows`, `--only split`, `--only persistent+start`.
+ * --repeat runs the whole matrix N times over (1), one round after the other, and the table gives
+ * each figure's median over the rounds (a cold run's against the warm run's median), with each
+ * round's headline figures beside it: a host's speed drifts by a third within minutes here.
  * --n sets every bench's N (default: send 4,000, track 10,000, workflows 1,000, the figures of
  * docs/performance.md); --warm-up every warm run's warm-up; --raw and --one-at-a-time are
  * bench/send.ts's. --list prints the selected runs and exits.
@@ -63,12 +66,15 @@ interface Outcome {
   exitCode: number | null;
   seconds: number;
   result: Record<string, unknown> | undefined;
+  /** With --repeat: every round's RESULT, of which `result` holds the medians. */
+  rounds?: Record<string, unknown>[];
 }
 
 function options() {
   const { values } = parseArgs({
     options: {
       only: { type: 'string' },
+      repeat: { type: 'string' },
       n: { type: 'string' },
       'warm-up': { type: 'string' },
       raw: { type: 'string' },
@@ -78,12 +84,13 @@ function options() {
     },
   });
   if (values.help) {
-    process.stdout.write('Usage: npx tsx bench/goals.ts [--only FILTER[,FILTER…]] [--n N] [--warm-up N] [--raw N] [--one-at-a-time N] [--list]\n');
+    process.stdout.write('Usage: npx tsx bench/goals.ts [--only FILTER[,FILTER…]] [--repeat N] [--n N] [--warm-up N] [--raw N] [--one-at-a-time N] [--list]\n');
     process.exit(0);
   }
   const count = (name: string, v: string | undefined) => (v === undefined ? undefined : String(positiveInt(name, v)));
   return {
     only: values.only,
+    repeat: values.repeat === undefined ? 1 : positiveInt('repeat', values.repeat),
     n: count('n', values.n),
     warmUp: count('warm-up', values['warm-up']),
     raw: count('raw', values.raw),
@@ -153,6 +160,27 @@ function runOne(run: Run, stopping: { child?: ReturnType<typeof spawn> }): Promi
       resolve({ run, exitCode: code, seconds: (Date.now() - started) / 1000, result });
     });
   });
+}
+
+/** One run's rounds as one outcome: the median of each number, booleans only when true in every round. */
+function combine(run: Run, rounds: Outcome[]): Outcome {
+  const results = rounds.flatMap((o) => (o.result ? [o.result] : []));
+  const failed = rounds.find((o) => o.exitCode !== 0 || !o.result);
+  const seconds = rounds.reduce((sum, o) => sum + o.seconds, 0);
+  if (failed || results.length === 0) return { ...(failed ?? rounds[0]!), run, seconds, result: undefined };
+  const result: Record<string, unknown> = { ...results[0] };
+  for (const key of Object.keys(result)) {
+    const values = results.map((r) => r[key]);
+    if (values.every((v) => typeof v === 'number')) result[key] = median(values as number[]);
+    else if (values.every((v) => typeof v === 'boolean')) result[key] = values.every(Boolean);
+  }
+  return { run, exitCode: 0, seconds, result, rounds: results };
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 // ---- The table ------------------------------------------------------------------------------
@@ -248,6 +276,14 @@ function rowsOf(o: Outcome, outcomes: Outcome[]): Row[] {
       met: verdict(num(r.completedOverBare) >= 0.8, num(r.completedOverBare)),
     });
   }
+  if (o.rounds && o.rounds.length > 1) {
+    const each = (key: string, fmt: (v: number) => string) => o.rounds!.map((round) => fmt(num(round[key]))).join(' · ');
+    const headline =
+      o.run.bench === 'send'
+        ? `accepted ${each('acceptedPerS', fmtRate)}; delivered / raw ${each('deliveredOverRaw', fmtRatio)}`
+        : `tracks ${each('tracksPerS', fmtRate)}; p99 ${each('p99Ms', fmtMs)}`;
+    info(`each of ${o.rounds.length} rounds`, headline);
+  }
   rows.push({ ...base, figure: 'check', value: r.checkOk === true ? 'OK' : 'FAILED', goal: 'OK', met: r.checkOk === true ? 'met' : 'NOT met' });
   return rows;
 }
@@ -291,12 +327,19 @@ async function main(): Promise<void> {
 
   const started = Date.now();
   const loadBefore = os.loadavg()[0]!;
-  const outcomes: Outcome[] = [];
-  for (const run of runs) {
-    if (stopping.requested) break;
-    outcomes.push(await runOne(run, stopping));
+  const all: Outcome[] = [];
+  for (let round = 1; round <= opts.repeat && !stopping.requested; round++) {
+    if (opts.repeat > 1) log(`round ${round} of ${opts.repeat}`);
+    for (const run of runs) {
+      if (stopping.requested) break;
+      all.push(await runOne(run, stopping));
+    }
   }
   const minutes = (Date.now() - started) / 60_000;
+  const outcomes = runs.flatMap((run) => {
+    const rounds = all.filter((o) => o.run === run);
+    return rounds.length ? [opts.repeat > 1 ? combine(run, rounds) : rounds[0]!] : [];
+  });
 
   const rows = outcomes.flatMap((o) => rowsOf(o, outcomes));
   const failed = outcomes.filter((o) => o.result?.checkOk !== true);
@@ -305,7 +348,7 @@ async function main(): Promise<void> {
   process.stdout.write(
     [
       '',
-      `Tidings goals: ${outcomes.length} of ${runs.length} runs in ${minutes.toFixed(1)} min, one at a time${stopping.requested ? ` (stopped by ${stopping.requested})` : ''}; ` +
+      `Tidings goals: ${all.length} of ${runs.length * opts.repeat} runs in ${minutes.toFixed(1)} min, one at a time${opts.repeat > 1 ? `, ${opts.repeat} rounds (medians)` : ''}${stopping.requested ? ` (stopped by ${stopping.requested})` : ''}; ` +
         `load average ${loadBefore.toFixed(1)} before, ${os.loadavg()[0]!.toFixed(1)} after; ${os.cpus().length} cores`,
       `  runs          ${outcomes.map((o) => `${o.run.name} ${o.seconds.toFixed(0)} s${o.result ? '' : `, no RESULT (exit code ${o.exitCode})`}`).join('; ')}`,
       '',

@@ -1,4 +1,4 @@
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 
 /**
@@ -20,5 +20,24 @@ export function lowerPriority(niceness: number): void {
     } catch {
       // the thread ended meanwhile
     }
+  }
+  // With the kernel's autogroups, sessions share the CPU first and a thread's nice value counts only
+  // within its session. A worker that leads a session of its own (as under `tidings start` or
+  // systemd) lowers its session's; in a session it shares with others, only its own threads.
+  if (leadsSession()) {
+    try {
+      writeFileSync('/proc/self/autogroup', String(niceness));
+    } catch {
+      // no autogroups here
+    }
+  }
+}
+
+function leadsSession(): boolean {
+  try {
+    const stat = readFileSync('/proc/self/stat', 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[3]) === process.pid;
+  } catch {
+    return false;
   }
 }

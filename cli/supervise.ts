@@ -63,8 +63,11 @@ interface RoleProcess {
 
 /** `tidings start --<role>` as a child of this process, with an IPC channel (cli/start.ts). */
 function startRole(role: Role, env: NodeJS.ProcessEnv): RoleProcess {
-  // This very CLI again, through the same loader flags (tsx from source, none from the build).
-  const child: ChildProcess = fork(process.argv[1]!, ['start', `--${role}`], { env, stdio: 'inherit' });
+  // This very CLI again, through the same loader flags (tsx from source, none from the build). In a
+  // session of its own, as a service manager starts each: Linux shares the CPU between sessions
+  // first, so the two together would weigh as one session beside PostgreSQL's, and the worker's
+  // lower priority is its session's (cli/priority.ts). Signals reach it through this process.
+  const child: ChildProcess = fork(process.argv[1]!, ['start', `--${role}`], { env, stdio: 'inherit', detached: true });
   let code: number | null = null;
   let signal: NodeJS.Signals | null = null;
   const exited = new Promise<void>((resolve) =>

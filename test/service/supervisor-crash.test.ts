@@ -126,6 +126,20 @@ test('a SIGKILLed supervisor takes its children with it; the emails they held ar
   for (const address of to) expect(smtp.messages.filter((m) => m.envelope.to.includes(address))).toHaveLength(1);
 }, 150_000);
 
+// With the kernel's autogroups a nice value counts only within its session (cli/priority.ts).
+const autogroups = (() => {
+  try {
+    return readFileSync('/proc/sys/kernel/sched_autogroup_enabled', 'utf8').trim() === '1';
+  } catch {
+    return false;
+  }
+})();
+const autogroupNice = (pid: number) => readFileSync(`/proc/${pid}/autogroup`, 'utf8').trim().split(' ')[2];
+const sessionOf = (pid: number) => {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[3]);
+};
+
 /** The nice value of each thread of a process (/proc/<pid>/task/<tid>/stat, the 19th field). */
 function threadNiceness(pid: number): number[] {
   return readdirSync(`/proc/${pid}/task`).map((tid) => {
@@ -134,7 +148,7 @@ function threadNiceness(pid: number): number[] {
   });
 }
 
-test('the worker runs every thread at a lower priority than the API; when one of them dies, tidings start stops the other and exits 1, naming it', async () => {
+test('the worker runs at a lower priority than the API, thread and session; when one of them dies, tidings start stops the other and exits 1, naming it', async () => {
   const service = await startCombined(smtp.url);
   const children = readFileSync(`/proc/${service.child.pid}/task/${service.child.pid}/children`, 'utf8').trim().split(/\s+/).map(Number);
   const roleOf = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').find((a) => a === '--api' || a === '--worker');
@@ -148,6 +162,9 @@ test('the worker runs every thread at a lower priority than the API; when one of
   const workerThreads = threadNiceness(worker);
   expect(workerThreads.length).toBeGreaterThan(5);
   expect(new Set(workerThreads)).toEqual(new Set([Math.min(19, started[0]! + 10)]));
+  // Each leads a session of its own; with the kernel's autogroups the worker's session is lowered too.
+  for (const pid of [worker, apiProcess]) expect(sessionOf(pid)).toBe(pid);
+  if (autogroups) expect([worker, apiProcess].map(autogroupNice)).toEqual(['10', '0']);
 
   process.kill(worker, 'SIGKILL');
 
