@@ -11,9 +11,9 @@
  *  - the service, NODE_ENV=production, RATE_LIMIT_PER_MINUTE raised, in one of three topologies
  *    (Topology): `start`, `tidings start` as `npm start` runs it (a process that supervises the API
  *    and the worker as two processes of their own); `split`, `tidings start --api` and `tidings
- *    start --worker` started apart (as a production deployment); `in-process`, the API (createApp) and a Temporal worker (temporal/
- *    worker.ts startWorker; `workerOptions` adds Worker options, for experiments only) in this
- *    process, beside the load generator, for profiling one process;
+ *    start --worker` started apart (as a production deployment); `in-process`, the API (createApp)
+ *    and a Temporal worker (temporal/worker.ts startWorker; `workerOptions` adds Worker options,
+ *    for experiments only) in this process, beside the load generator, for profiling one process;
  *  - a project, a keep-alive JSON client with its secret key, and (verifiedDomain) a domain whose
  *    DKIM/SPF/DMARC records are published in the DNS server and verified, so every email is signed.
  *
@@ -46,7 +46,7 @@ import { mailerFromConfig } from '../mail/mailer';
 import { TemporalGateway, type TemporalSettings } from '../temporal/client';
 import { startWorker, type WorkerHandle } from '../temporal/worker';
 import { startDnsServer, type DnsServer } from '../test/helpers/dns';
-import { freePorts, killService, type Service, startService, stopService, waitForHealthy, waitForStderr } from '../test/helpers/service-process';
+import { freePorts, killService, rolePids, type Service, startService, stopService, waitForHealthy, waitForStderr } from '../test/helpers/service-process';
 import { startSmtpSink, type SmtpSink } from '../test/helpers/smtp';
 import { type BenchDatabase, closedLoop, createBenchDatabase, jsonClient, log } from './support';
 
@@ -295,8 +295,9 @@ export function buildService(): void {
 /**
  * The service's processes for the topology with `env`, the API on `port` (free if not given):
  * resolves once the API is healthy and (split) the worker polls. Stopped by `teardown`. The pids
- * come API first, then the worker, then (start) the supervisor. They run the build, as `npm start` does, or the source with
- * BENCH_SERVICE_FROM_SOURCE=1 (slower: tsx names every closure it creates through a helper).
+ * come API first, then the worker, then (start) the supervisor. They run the build, as `npm start`
+ * does, or the source with BENCH_SERVICE_FROM_SOURCE=1 (slower: tsx names every closure it
+ * creates through a helper).
  */
 export async function startServices(
   teardown: Teardown,
@@ -318,24 +319,14 @@ export async function startServices(
   };
   if (topology === 'start') {
     const supervisor = await start([], waitForHealthy, apiPort);
-    return { port: apiPort, pids: [...rolePids(supervisor), supervisor] };
+    const { api, worker } = rolePids(supervisor);
+    return { port: apiPort, pids: [api, worker, supervisor] };
   }
   const [api, worker] = await Promise.all([
     start(['--api'], waitForHealthy, apiPort),
     start(['--worker'], (s) => waitForStderr(s, WORKER_READY), await freePort()),
   ]);
   return { port: apiPort, pids: [api, worker] };
-}
-
-/** The API's and the worker's processes under a `tidings start` supervisor (cli/supervise.ts). */
-function rolePids(supervisor: number): [number, number] {
-  const children = readFileSync(`/proc/${supervisor}/task/${supervisor}/children`, 'utf8').trim().split(/\s+/).map(Number);
-  const withFlag = (flag: string) => {
-    const pid = children.find((c) => readFileSync(`/proc/${c}/cmdline`, 'utf8').split('\0').includes(flag));
-    if (pid === undefined) throw new Error(`no ${flag} process under the supervisor ${supervisor}`);
-    return pid;
-  };
-  return [withFlag('--api'), withFlag('--worker')];
 }
 
 /**

@@ -1,4 +1,5 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -124,6 +125,17 @@ export function startService(dataDir: string, ports: Ports, opts: ServiceOptions
     });
   });
   return { child, ports, stderr: () => stderr, exited, hasExited: () => done };
+}
+
+/** The API's and the worker's processes under a `tidings start` supervisor (cli/supervise.ts), by their role flag. */
+export function rolePids(supervisor: number): { api: number; worker: number } {
+  const children = readFileSync(`/proc/${supervisor}/task/${supervisor}/children`, 'utf8').trim().split(/\s+/).map(Number);
+  const withFlag = (flag: string) => {
+    const pid = children.find((c) => readFileSync(`/proc/${c}/cmdline`, 'utf8').split('\0').includes(flag));
+    if (pid === undefined) throw new Error(`no ${flag} process under the supervisor ${supervisor}`);
+    return pid;
+  };
+  return { api: withFlag('--api'), worker: withFlag('--worker') };
 }
 
 /** Resolves once the service printed `text` on stderr (its start-up log); rejects if it exits first or after `timeoutMs`. */

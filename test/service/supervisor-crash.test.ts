@@ -7,7 +7,7 @@ import { query } from '../../db/sql';
 import { type DnsServer, startDnsServer } from '../helpers/dns';
 import { bearer, startTestEnv, type TestEnv } from '../helpers/env';
 import { type Domain, waitUntil } from '../helpers/sending';
-import { accepts, freePorts, killService, type Service, startService, stopService, waitForHealthy } from '../helpers/service-process';
+import { accepts, freePorts, killService, rolePids, type Service, startService, stopService, waitForHealthy } from '../helpers/service-process';
 import { type SmtpSink, startSmtpSink } from '../helpers/smtp';
 import { postJson } from '../helpers/split-service';
 
@@ -111,8 +111,8 @@ test('a SIGKILLed supervisor takes its children with it; the emails they held ar
   // Claimed, and stuck at the silent relay.
   await waitUntil(async () => (await emailRows()).every((r) => r.status === 'SENDING'), 30_000);
   expect(await emailRows()).toEqual(to.map((address) => ({ to_email: address, status: 'SENDING', attempts: 1 })));
-  const children = readFileSync(`/proc/${first.child.pid}/task/${first.child.pid}/children`, 'utf8').trim().split(/\s+/).map(Number);
-  expect(children).toHaveLength(2);
+  const { api: apiProcess, worker } = rolePids(first.child.pid!);
+  const children = [apiProcess, worker];
   process.kill(first.child.pid!, 'SIGKILL');
   await first.exited;
   // The API and the worker exit as soon as their channel to the supervisor closes.
@@ -150,11 +150,8 @@ function threadNiceness(pid: number): number[] {
 
 test('the worker runs at a lower priority than the API, thread and session; when one of them dies, tidings start stops the other and exits 1, naming it', async () => {
   const service = await startCombined(smtp.url);
-  const children = readFileSync(`/proc/${service.child.pid}/task/${service.child.pid}/children`, 'utf8').trim().split(/\s+/).map(Number);
-  const roleOf = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').find((a) => a === '--api' || a === '--worker');
-  const worker = children.find((pid) => roleOf(pid) === '--worker')!;
-  const apiProcess = children.find((pid) => roleOf(pid) === '--api')!;
-  expect([worker, apiProcess].every(Boolean)).toBe(true);
+  const { api: apiProcess, worker } = rolePids(service.child.pid!);
+  const children = [apiProcess, worker];
 
   // WORKER_NICENESS, 10 by default, on top of what the service was started with.
   const started = threadNiceness(apiProcess);
