@@ -18,10 +18,10 @@ import { postJson } from '../helpers/split-service';
  * email it claimed is still in the worker's memory or in flight, and none reached a relay. A new
  * `tidings start` (the relay now a real one) must deliver each of them once, when their lease runs out.
  */
-const DOMAIN = 'combined-crash.test';
+const DOMAIN = 'supervisor-crash.test';
 const LEASE_SECONDS = 5;
 const tag = Date.now();
-const to = [0, 1, 2].map((i) => `combined-${i}-${tag}@example.org`);
+const to = [0, 1, 2].map((i) => `supervised-${i}-${tag}@example.org`);
 
 const isAlive = (pid: number) => {
   try {
@@ -41,7 +41,7 @@ let dataDir: string;
 const services: Service[] = [];
 
 /** `tidings start` on the test run's PostgreSQL and Temporal server. */
-async function startCombined(smtpUrl: string): Promise<Service> {
+async function startSupervised(smtpUrl: string): Promise<Service> {
   const ports = await freePorts();
   const service = startService(dataDir, ports, {
     env: {
@@ -79,8 +79,8 @@ beforeAll(async () => {
   // This API starts the domain's verification workflow, and its interval is the re-check period: a first
   // check that runs before the test publishes the records must not leave the domain pending for 5 minutes.
   env = await startTestEnv({ DNS_SERVERS: dns.address, SMTP_URL: smtp.url, DOMAIN_CHECK_INTERVAL_SECONDS: '1' });
-  dataDir = mkdtempSync(path.join(os.tmpdir(), 'tidings-combined-'));
-  project = await env.project('combined crash');
+  dataDir = mkdtempSync(path.join(os.tmpdir(), 'tidings-supervisor-'));
+  project = await env.project('supervisor crash');
 }, 60_000);
 
 afterAll(async () => {
@@ -93,7 +93,7 @@ afterAll(async () => {
 });
 
 test('a SIGKILLed supervisor takes its children with it; the emails they held are delivered once by the next start', async () => {
-  const first = await startCombined(`smtp://127.0.0.1:${(silent.address() as net.AddressInfo).port}`);
+  const first = await startSupervised(`smtp://127.0.0.1:${(silent.address() as net.AddressInfo).port}`);
   const auth = bearer(project.secretKey);
   const added = (await env.http().post('/domains').set(auth).send({ domain: DOMAIN })).body as Domain;
   for (const record of added.records) dns.set(record.name, 'TXT', [record.value]);
@@ -118,7 +118,7 @@ test('a SIGKILLed supervisor takes its children with it; the emails they held ar
   // The API and the worker exit as soon as their channel to the supervisor closes.
   await waitUntil(async () => children.every((pid) => !isAlive(pid)) && !(await accepts(first.ports.api)), 10_000);
 
-  await startCombined(smtp.url);
+  await startSupervised(smtp.url);
   await waitUntil(async () => (await emailRows()).every((r) => r.status === 'SENT'), (LEASE_SECONDS + 30) * 1000);
   // Claimed again when the lease ran out: a second attempt.
   expect((await emailRows()).map((r) => [r.status, r.attempts])).toEqual(to.map(() => ['SENT', 2]));
@@ -135,21 +135,17 @@ const autogroups = (() => {
   }
 })();
 const autogroupNice = (pid: number) => readFileSync(`/proc/${pid}/autogroup`, 'utf8').trim().split(' ')[2];
-const sessionOf = (pid: number) => {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[3]);
-};
-
-/** The nice value of each thread of a process (/proc/<pid>/task/<tid>/stat, the 19th field). */
-function threadNiceness(pid: number): number[] {
-  return readdirSync(`/proc/${pid}/task`).map((tid) => {
-    const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
-  });
+/** A /proc stat file's fields after the command: session is [3], nice [16]. */
+function statFields(file: string): string[] {
+  const stat = readFileSync(file, 'utf8');
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
 }
+const sessionOf = (pid: number) => Number(statFields(`/proc/${pid}/stat`)[3]);
+/** The nice value of each thread of a process. */
+const threadNiceness = (pid: number) => readdirSync(`/proc/${pid}/task`).map((tid) => Number(statFields(`/proc/${pid}/task/${tid}/stat`)[16]));
 
 test('the worker runs at a lower priority than the API, thread and session; when one of them dies, tidings start stops the other and exits 1, naming it', async () => {
-  const service = await startCombined(smtp.url);
+  const service = await startSupervised(smtp.url);
   const { api: apiProcess, worker } = rolePids(service.child.pid!);
   const children = [apiProcess, worker];
 
