@@ -352,21 +352,28 @@ export const JIT_WARM_UP_REQUESTS = 4000;
 
 /**
  * Before a bench measures: `count` requests (`request(i)`, `concurrency` at a time; min(1,000, n/5)
- * unless the bench says), then `settle` (what must be done before the tables are read), then
- * ANALYZE of `tables`, as autovacuum does within a minute of a new install's first writes. Until
- * then every index that starts with project_id costs the same to the planner, and a plan a
- * connection caches may read a whole project per request. The statements are warm afterwards; the
- * code is as warm as `count` makes it (JIT_WARM_UP_REQUESTS). Returns how many requests it made;
- * the bench leaves their rows out of its figures.
+ * unless the bench says), then `settle` (what must be done before the tables are read), then:
+ *  - warm: ANALYZE of `tables`, as autovacuum does within a minute of a new install's first writes.
+ *    Until then every index that starts with project_id costs the same to the planner, and a plan
+ *    a connection caches may read a whole project per request. The bench leaves the warm-up's rows
+ *    out of its figures;
+ *  - `cold`: the tables the warm-up wrote into are a new install's again (emptyAgain): empty, never
+ *    analyzed. The load then grows them from nothing on the planner's first guesses, which is what a
+ *    cold run measures; the processes keep the code the warm-up compiled, because every new process
+ *    compiles its request path in its first seconds, database cold or warm.
+ * The code is as warm as `count` makes it (JIT_WARM_UP_REQUESTS). Returns how many of the warm-up's
+ * requests left rows behind: `count`, or 0 when cold.
  */
 export async function warmUp(
   stack: Pick<Stack, 'orm'>,
   stop: Pick<Interruption, 'interrupted'>,
-  opts: { n: number; count?: number; concurrency: number; tables: string; what: string; settle?: (count: number) => Promise<void> },
+  opts: { n: number; count?: number; concurrency: number; tables: string; what: string; cold: boolean; settle?: (count: number) => Promise<void> },
   request: (i: number) => Promise<unknown>,
 ): Promise<number> {
   const count = opts.count ?? Math.min(1000, Math.ceil(opts.n / 5));
-  log(`warming up with ${count} ${opts.what}, then ANALYZE`);
+  const sql = <T>(text: string) => stack.orm.em.fork().getConnection().execute<T[]>(text);
+  const before = opts.cold ? await rowCounts(sql) : undefined;
+  log(`warming up with ${count} ${opts.what}, then ${before ? 'emptying the tables it wrote into' : 'ANALYZE'}`);
   const started = performance.now();
   await closedLoop(count, opts.concurrency, async (i) => {
     if (!stop.interrupted) await request(i);
@@ -374,8 +381,49 @@ export async function warmUp(
   const seconds = (performance.now() - started) / 1000;
   log(`warm-up: ${count} ${opts.what} in ${seconds.toFixed(1)} s (${(count / seconds).toFixed(0)}/s)`);
   await opts.settle?.(count);
-  await stack.orm.em.fork().getConnection().execute(`analyze ${opts.tables}`);
-  return count;
+  if (!before) {
+    await sql(`analyze ${opts.tables}`);
+    return count;
+  }
+  const emptied = await emptyAgain(sql, before);
+  log(`cold: emptied ${emptied.join(', ')}; no statistics on them`);
+  return 0;
+}
+
+type Sql = <T>(text: string) => Promise<T[]>;
+
+/** The number of rows in each table of the service's schema. */
+async function rowCounts(sql: Sql): Promise<Map<string, number>> {
+  const tables = await sql<{ name: string }>(
+    `select c.relname as name from pg_class c join pg_namespace n on n.oid = c.relnamespace where n.nspname = current_schema() and c.relkind = 'r'`,
+  );
+  const counts = await sql<{ name: string; n: number }>(tables.map((t) => `select '${t.name}' as name, count(*)::int as n from "${t.name}"`).join(' union all '));
+  return new Map(counts.map((c) => [c.name, c.n]));
+}
+
+/**
+ * Every table that was empty at `before` and holds rows now, truncated, and every table empty at
+ * `before` (so the ones the truncation cascaded to as well) left as a new install's: no column
+ * statistics, no row estimate (reltuples -1, which a truncation keeps only if the table was never
+ * analyzed; autovacuum may have analyzed it meanwhile), no counters for autovacuum to act on.
+ * Tables that held rows before (the project, its keys and domain) keep them: the bench made
+ * those, not the warm-up.
+ */
+async function emptyAgain(sql: Sql, before: Map<string, number>): Promise<string[]> {
+  const now = await rowCounts(sql);
+  const wasEmpty = [...before].filter(([, n]) => n === 0).map(([t]) => t);
+  const written = wasEmpty.filter((t) => (now.get(t) ?? 0) > 0).sort();
+  if (written.length === 0) return [];
+  await sql(`truncate ${written.map((t) => `"${t}"`).join(', ')} cascade`);
+  // A cascade reaches only tables that point at these; none of the bench's own rows may go with them.
+  const after = await rowCounts(sql);
+  const lost = [...now].filter(([t, n]) => (before.get(t) ?? 0) > 0 && (after.get(t) ?? 0) < n).map(([t]) => t);
+  if (lost.length) throw new Error(`emptying the warm-up's tables took rows the bench made from ${lost.join(', ')}`);
+  const oids = `(select c.oid from pg_class c join pg_namespace n on n.oid = c.relnamespace where n.nspname = current_schema() and c.relname in (${wasEmpty.map((t) => `'${t}'`).join(', ')}))`;
+  await sql(`delete from pg_statistic where starelid in ${oids} or starelid in (select indexrelid from pg_index where indrelid in ${oids})`);
+  await sql(`update pg_class set reltuples = -1 where oid in ${oids}`);
+  await sql(`select pg_stat_reset_single_table_counters(oid) from pg_class where oid in ${oids}`);
+  return written;
 }
 
 /** A verified domain: publish what POST /domains asks for, then force the check. Returns its id. */
@@ -467,7 +515,7 @@ export function describeServiceCpu(used: { each: number[]; total: number }, per?
 /** The report's line on how warm the database and the code were. */
 export function warmthLine(cold: boolean, warmUp: string): string {
   return cold
-    ? `  database      cold (--cold): a fresh database as a new install meets it: no warm-up, no ANALYZE (the machine's page cache is not dropped)`
+    ? `  database      cold (--cold): first ${warmUp} to compile the code, then the tables they wrote into emptied, without statistics: a new install's tables (the machine's page cache is not dropped)`
     : `  database      warm: first ${warmUp}, then ANALYZE (left out of every figure)`;
 }
 

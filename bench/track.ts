@@ -17,8 +17,8 @@
  * contact (a track's data is persistent: there is no one-shot variant to choose).
  *
  * A warm-up of --warm-up tracks (4,000: enough for V8 to have optimized the request path, as in
- * bench/send.ts) and an ANALYZE come first, outside the figures; `--cold` leaves both out, a fresh
- * database as a new install meets it.
+ * bench/send.ts) and an ANALYZE come first, outside the figures; `--cold` empties the tables the
+ * warm-up wrote into instead, a new install's database with warm code (bench/harness.ts warmUp).
  *
  * Output: tracks/s (first request to last 200), latency, the CPU time of the service, this process,
  * the Temporal server and PostgreSQL per track, a check (every event and contact stored with its
@@ -78,12 +78,9 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
   const opts = options();
   const stack = await startStack({ teardown, checkpoint: stop.checkpoint, concurrency: opts.concurrency, topology: opts.topology });
   const { client, orm } = stack;
-  if (opts.cold) log('cold: no warm-up, no ANALYZE');
-  const warmup = opts.cold
-    ? 0
-    : await warmUp(stack, stop, { n: opts.n, count: opts.warmUp, concurrency: opts.concurrency, tables: 'contacts, events', what: 'tracks' }, (i) =>
-        client.request('POST', '/v1/track', { email: `warmup${i}@bench.example.org`, event: EVENT, data: { plan: 'free' } }),
-      );
+  const warmup = await warmUp(stack, stop, { n: opts.n, count: opts.warmUp, concurrency: opts.concurrency, tables: 'contacts, events', what: 'tracks', cold: opts.cold }, (i) =>
+    client.request('POST', '/v1/track', { email: `warmup${i}@bench.example.org`, event: EVENT, data: { plan: 'free' } }),
+  );
   log(`tracking ${opts.n} events with ${opts.concurrency} clients, no workflow listening`);
 
   const tally = new RequestTally(opts.n);
@@ -126,7 +123,7 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
     `  load average  ${loadBefore.toFixed(1)} before, ${loadAfter.toFixed(1)} after (1-minute; other work on the machine skews the figures)`,
     `  setup         topology ${stack.topology}: ${serviceSetup(stack)}; this process is the load generator;`,
     `                PostgreSQL and the Temporal dev server (in-memory, headless) are separate processes on the same machine`,
-    warmthLine(opts.cold, `${warmup} tracks for other contacts`),
+    warmthLine(opts.cold, `${opts.warmUp} tracks for other contacts`),
     `  payload       {email, event: "${EVENT}", data: {plan}}: the plan is stored on the contact (persistent)`,
     `  rate limit    RATE_LIMIT_PER_MINUTE raised to ${BENCH_RATE_LIMIT} (default 1000): the limiter still counts every request but never throttles`,
     `  tracked       ${tally.ok} events in ${trackedS.toFixed(2)} s: ${rate.toFixed(0)} tracks/s at the API (first request to last 200)`,

@@ -32,7 +32,8 @@
  *
  * First a warm-up: --warm-up tracks (4,000, as bench/track.ts and bench/send.ts: enough for V8 to
  * have optimized the request path) before the workflow is enabled, and an ANALYZE; `--cold`
- * leaves both out, a fresh database as a new install meets it. After the load, once every
+ * empties the tables it wrote into instead, a new install's database with warm code
+ * (bench/harness.ts warmUp). After the load, once every
  * execution has ended, the same-run reference (bench/baselines.ts bareWorkflowRate): N executions
  * of a bare workflow with one no-op activity (bench/baseline-workflow.ts), started with the same
  * concurrency on a task queue of its own, served by a worker of its own (with the same
@@ -320,12 +321,9 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
     (await expectStatus(client.request('POST', '/templates', { name, ...t, from: `hello@${DOMAIN}`, fromName: 'Bench' }), 201, `template ${name}`)).id;
   const templateIds = { welcome: await template('welcome', TEMPLATES.welcome), followUp: await template('follow-up', TEMPLATES.followUp) };
   // The warm-up (bench/harness.ts warmUp) runs before the workflow exists, so it triggers nothing.
-  if (opts.cold) log('cold: no warm-up, no ANALYZE');
-  const warmup = opts.cold
-    ? 0
-    : await warmUp(stack, stop, { n: opts.n, count: opts.warmUp, concurrency: opts.concurrency, tables: 'contacts, events', what: 'tracks' }, (i) =>
-        client.request('POST', '/v1/track', { email: `warmup${i}@bench.example.org`, event: EVENT, data: { plan: 'free' } }),
-      );
+  await warmUp(stack, stop, { n: opts.n, count: opts.warmUp, concurrency: opts.concurrency, tables: 'contacts, events', what: 'tracks', cold: opts.cold }, (i) =>
+    client.request('POST', '/v1/track', { email: `warmup${i}@bench.example.org`, event: EVENT, data: { plan: 'free' } }),
+  );
   const workflowId = await buildJourney(client, opts.shape, templateIds);
   const emailsPer = opts.shape.filter((st) => st.type === 'SEND_EMAIL').length;
   log(`domain ${DOMAIN} verified; workflow ${workflowId} enabled: ${describeShape(opts.shape)} (JOURNEY_TIME_SCALE=${stack.config.journeyTimeScale})`);
@@ -549,7 +547,7 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
     `                N=${opts.n}, concurrency ${opts.concurrency}, ${cores} cores; load average ${loadBefore.toFixed(1)} before, ${loadAfter.toFixed(1)} after (1-minute; other work on the machine skews the figures)`,
     `  setup         topology ${stack.topology}: ${serviceSetup(stack)}; this process runs the load generator, the DNS server and the SMTP sink;`,
     `                PostgreSQL and the Temporal dev server (in-memory, headless) are separate processes on the same machine`,
-    warmthLine(opts.cold, `${warmup} tracks for other contacts (before the workflow exists)`),
+    warmthLine(opts.cold, `${opts.warmUp} tracks for other contacts (before the workflow exists)`),
     `  payload       {email, event: "${EVENT}", data: {plan}}: the plan is stored on the contact (persistent) and the templates render from it`,
     workerOptions
       ? `  worker        ${opts.workerOptions ? `temporal/worker.ts options + ${JSON.stringify(opts.workerOptions)}` : 'temporal/worker.ts options (WORKER_TUNING)'}: ` +
