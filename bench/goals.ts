@@ -69,6 +69,8 @@ interface Outcome {
   result: Record<string, unknown> | undefined;
   /** With --repeat: every round's RESULT, of which `result` holds the medians. */
   rounds?: Record<string, unknown>[];
+  /** With --repeat: the exit codes of the rounds that printed no RESULT. */
+  roundsWithoutResult?: (number | null)[];
 }
 
 function options() {
@@ -163,19 +165,25 @@ function runOne(run: Run, stopping: { child?: ReturnType<typeof spawn> }): Promi
   });
 }
 
-/** One run's rounds as one outcome: the median of each number, booleans only when true in every round. */
+/**
+ * One run's rounds as one outcome: the median of each number over the rounds that printed a
+ * RESULT, booleans only when true in every one. A round without one (a bench that died) fails the
+ * run's check all the same; the medians are then the other rounds'.
+ */
 function combine(run: Run, rounds: Outcome[]): Outcome {
   const results = rounds.flatMap((o) => (o.result ? [o.result] : []));
-  const failed = rounds.find((o) => o.exitCode !== 0 || !o.result);
+  const failed = rounds.filter((o) => o.exitCode !== 0 || !o.result);
   const seconds = rounds.reduce((sum, o) => sum + o.seconds, 0);
-  if (failed || results.length === 0) return { ...(failed ?? rounds[0]!), run, seconds, result: undefined };
+  if (results.length === 0) return { ...failed[0]!, run, seconds, result: undefined };
   const result: Record<string, unknown> = { ...results[0] };
   for (const key of Object.keys(result)) {
     const values = results.map((r) => r[key]);
     if (values.every((v) => typeof v === 'number')) result[key] = median(values as number[]);
     else if (values.every((v) => typeof v === 'boolean')) result[key] = values.every(Boolean);
   }
-  return { run, exitCode: 0, seconds, result, rounds: results };
+  const withoutResult = rounds.filter((o) => !o.result);
+  if (withoutResult.length > 0) result.checkOk = false;
+  return { run, exitCode: failed[0]?.exitCode ?? 0, seconds, result, rounds: results, roundsWithoutResult: withoutResult.map((o) => o.exitCode) };
 }
 
 function median(values: number[]): number {
@@ -283,6 +291,9 @@ function rowsOf(o: Outcome, outcomes: Outcome[]): Row[] {
         : `tracks ${each('tracksPerS', fmtRate)}; p99 ${each('p99Ms', fmtMs)}`;
     info(`each of ${o.rounds.length} rounds`, headline);
   }
+  if (o.roundsWithoutResult?.length) {
+    info('rounds without RESULT', `${o.roundsWithoutResult.length} (exit code ${o.roundsWithoutResult.join(', ')}): the medians are the other rounds'`);
+  }
   rows.push({ ...base, figure: 'check', value: r.checkOk === true ? 'OK' : 'FAILED', goal: 'OK', met: r.checkOk === true ? 'met' : 'NOT met' });
   return rows;
 }
@@ -349,7 +360,7 @@ async function main(): Promise<void> {
       '',
       `Tidings goals: ${all.length} of ${runs.length * opts.repeat} runs in ${minutes.toFixed(1)} min, one at a time${opts.repeat > 1 ? `, ${opts.repeat} rounds (medians)` : ''}${stopping.requested ? ` (stopped by ${stopping.requested})` : ''}; ` +
         `load average ${loadBefore.toFixed(1)} before, ${os.loadavg()[0]!.toFixed(1)} after; ${os.cpus().length} cores`,
-      `  runs          ${outcomes.map((o) => `${o.run.name} ${o.seconds.toFixed(0)} s${o.result ? '' : `, no RESULT (exit code ${o.exitCode})`}`).join('; ')}`,
+      `  runs          ${outcomes.map((o) => `${o.run.name} ${o.seconds.toFixed(0)} s${o.result ? (o.roundsWithoutResult?.length ? `, ${o.roundsWithoutResult.length} round(s) without RESULT` : '') : `, no RESULT (exit code ${o.exitCode})`}`).join('; ')}`,
       '',
       table(rows),
       '',

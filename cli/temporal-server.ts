@@ -144,7 +144,7 @@ export interface DevServerHandle {
   stop(): Promise<void>;
 }
 
-export async function startTemporalDevServer(opts: {
+export interface DevServerOptions {
   cliPath: string;
   port?: number;
   uiPort?: number | false;
@@ -153,7 +153,27 @@ export async function startTemporalDevServer(opts: {
   readinessTimeoutMs?: number;
   log?: (msg: string) => void;
   logFile?: string;
-}): Promise<DevServerHandle> {
+}
+
+/** The dev server's process ended before it answered: nothing was served, so starting it again is safe. */
+class DevServerExited extends StartupError {}
+
+/**
+ * Starts `temporal server start-dev` and waits until it answers. start-dev picks its internal ports
+ * itself and now and then panics while it sets them up (seen once in dozens of starts on a busy
+ * machine), before it serves anything: such a start is tried once more.
+ */
+export async function startTemporalDevServer(opts: DevServerOptions): Promise<DevServerHandle> {
+  try {
+    return await startDevServerOnce(opts);
+  } catch (err) {
+    if (!(err instanceof DevServerExited)) throw err;
+    opts.log?.(`${err.message}\nStarting it once more.`);
+    return startDevServerOnce(opts);
+  }
+}
+
+async function startDevServerOnce(opts: DevServerOptions): Promise<DevServerHandle> {
   const namespace = opts.namespace ?? 'default';
   const log = opts.log ?? (() => undefined);
   const port = opts.port || (await freePort());
@@ -183,12 +203,18 @@ export async function startTemporalDevServer(opts: {
   // Own process group: a terminal Ctrl-C must not kill the server before our workers have drained.
   const child = spawn(opts.cliPath, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   const logStream = opts.logFile ? createWriteStream(opts.logFile, { flags: 'a' }) : undefined;
+  // The first lines say why it stopped (a panic's message), the last where.
+  const head: string[] = [];
   const tail: string[] = [];
+  let skipped = 0;
   for (const stream of [child.stdout, child.stderr]) {
     stream.on('data', (chunk: Buffer) => {
       logStream?.write(chunk);
-      tail.push(...chunk.toString('utf8').split('\n').filter(Boolean));
-      tail.splice(0, Math.max(0, tail.length - 30));
+      const lines = chunk.toString('utf8').split('\n').filter(Boolean);
+      const toHead = lines.splice(0, Math.max(0, 10 - head.length));
+      head.push(...toHead);
+      tail.push(...lines);
+      skipped += tail.splice(0, Math.max(0, tail.length - 30)).length;
     });
   }
   let exited: string | undefined;
@@ -235,9 +261,10 @@ export async function startTemporalDevServer(opts: {
     await Promise.race([new Promise((r) => setTimeout(r, delay)), exitPromise]);
   }
 
+  const exitedEarly = exited !== undefined;
   const reason = exited ?? `not ready after ${Math.round((Date.now() - started) / 1000)}s (last error: ${lastError})`;
   await stop();
-  throw new StartupError(
-    `Temporal dev server (${opts.cliPath} ${args.join(' ')}) ${reason}.\nLast output:\n${tail.join('\n') || '(none)'}`,
-  );
+  const output = [...head, ...(skipped > 0 ? [`… (${skipped} lines)`] : []), ...tail].join('\n') || '(none)';
+  const message = `Temporal dev server (${opts.cliPath} ${args.join(' ')}) ${reason}.\nIts output:\n${output}`;
+  throw exitedEarly ? new DevServerExited(message) : new StartupError(message);
 }

@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Client } from 'pg';
+import { systemTimer, type Timer } from '../db/clock';
 import type { Orm } from '../db/orm';
 import { query } from '../db/sql';
 
@@ -40,6 +41,7 @@ export class EngineWakeups {
   constructor(
     orm: Orm,
     private readonly onError: (err: unknown) => void,
+    private readonly timer: Timer = systemTimer,
   ) {
     this.em = orm.em.fork();
   }
@@ -63,11 +65,12 @@ export class EngineWakeups {
 
   private async send(key: string): Promise<void> {
     for (;;) {
-      const wait = (this.lastSent.get(key) ?? 0) + NOTIFY_SPACING_MS - Date.now();
-      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      const last = this.lastSent.get(key);
+      const wait = last === undefined ? 0 : last + NOTIFY_SPACING_MS - this.timer.now();
+      if (wait > 0) await this.timer.wait(wait);
       // Wake-ups that came during the wait go with this NOTIFY; those during its round trip, with the next.
       this.pending.set(key, 'in-flight');
-      this.lastSent.set(key, Date.now());
+      this.lastSent.set(key, this.timer.now());
       try {
         await query(this.em, 'select pg_notify(?, ?)', [OUTBOX_CHANNEL, key]);
       } catch (err) {

@@ -1,6 +1,7 @@
 import { Client } from 'pg';
 import { EngineWakeups, NOTIFY_SPACING_MS, OUTBOX_CHANNEL, OutboxListener } from '../../temporal/wakeups';
 import { startTestEnv, type TestEnv } from '../helpers/env';
+import { ManualTimer } from '../helpers/timer';
 
 /**
  * After a commit a writer wakes the engines (temporal/wakeups.ts) through NOTIFY, the first at once
@@ -10,13 +11,13 @@ import { startTestEnv, type TestEnv } from '../helpers/env';
 
 let env: TestEnv;
 let watcher: Client;
-const heard: { key: string; at: number }[] = [];
+const heard: { key: string }[] = [];
 
 beforeAll(async () => {
   env = await startTestEnv();
   watcher = new Client({ connectionString: env.orm.config.get('clientUrl') });
   await watcher.connect();
-  watcher.on('notification', (n) => n.payload && heard.push({ key: n.payload, at: Date.now() }));
+  watcher.on('notification', (n) => n.payload && heard.push({ key: n.payload }));
   await watcher.query(`listen ${OUTBOX_CHANNEL}`);
 }, 60_000);
 
@@ -25,39 +26,70 @@ afterAll(async () => {
   await env?.close();
 });
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const heardFor = (key: string) => heard.filter((h) => h.key === key);
 
-async function untilHeard(key: string, count: number, timeoutMs = 5000): Promise<void> {
-  for (const deadline = Date.now() + timeoutMs; heardFor(key).length < count && Date.now() < deadline; ) await sleep(10);
+/** Resolves when the test's LISTEN connection has heard `count` NOTIFYs for the key. */
+async function untilHeard(key: string, count: number): Promise<void> {
+  while (heardFor(key).length < count) {
+    await new Promise<void>((resolve, reject) => {
+      const heardOne = () => {
+        clearTimeout(timeout);
+        resolve();
+      };
+      const timeout = setTimeout(() => {
+        watcher.off('notification', heardOne);
+        reject(new Error(`heard ${heardFor(key).length} NOTIFYs for ${key}, expected ${count}`));
+      }, 10_000);
+      watcher.once('notification', heardOne);
+    });
+  }
 }
 
 test('a burst of wake-ups sends a NOTIFY at once, then one per spacing at most, and one after the last', async () => {
   const queue = 'wakeups-burst';
   const key = `emails:${queue}`;
-  const wakeups = new EngineWakeups(env.orm, (err) => { throw err; });
-  const started = Date.now();
+  // The spacing is a rule in time: the test moves the wake-ups' timer itself.
+  const timer = new ManualTimer();
+  const wakeups = new EngineWakeups(env.orm, (err) => { throw err; }, timer);
+  const t0 = timer.now();
+
+  // The first goes at once, without the timer moving.
   wakeups.emails(queue);
   await untilHeard(key, 1);
-  expect(heardFor(key)[0]!.at - started).toBeLessThan(1000);
+  expect(timer.waiting).toBe(0);
 
-  // 100 wake-ups over at least 200 ms: one per request, as under load. The spacing is a time
-  // rule, so this test runs on the clock.
-  const burstStart = Date.now();
-  let lastWake = 0;
-  for (let i = 0; i < 100; i++) {
+  // One within the spacing waits for its end.
+  timer.advance(5);
+  wakeups.emails(queue);
+  await timer.parked();
+  expect(heardFor(key)).toHaveLength(1);
+
+  // Those that come meanwhile (one per request, as under load) go with it.
+  for (let i = 0; i < 10; i++) {
+    timer.advance(1);
     wakeups.emails(queue);
-    lastWake = Date.now();
-    await sleep(2);
   }
-  await sleep(NOTIFY_SPACING_MS * 5);
-  const burst = heardFor(key).slice(1);
-  const spanMs = lastWake - burstStart;
-  expect(burst.length).toBeGreaterThanOrEqual(1);
-  // Unspaced, each wake-up that came while one was in flight sent another: dozens here.
-  expect(burst.length).toBeLessThanOrEqual(Math.ceil(spanMs / NOTIFY_SPACING_MS) + 2);
-  // The last one goes after the last wake-up: an engine that looked just before it still hears of it.
-  expect(burst[burst.length - 1]!.at).toBeGreaterThanOrEqual(lastWake);
+  expect(timer.waiting).toBe(1);
+  expect(heardFor(key)).toHaveLength(1);
+
+  // At the spacing's end one NOTIFY goes, after the last wake-up: an engine that looked just before it still hears of it.
+  timer.advance(t0 + NOTIFY_SPACING_MS - timer.now());
+  await untilHeard(key, 2);
+
+  // The next within the spacing of that one waits again.
+  timer.advance(NOTIFY_SPACING_MS / 2);
+  wakeups.emails(queue);
+  await timer.parked();
+  expect(heardFor(key)).toHaveLength(2);
+  timer.advance(NOTIFY_SPACING_MS / 2);
+  await untilHeard(key, 3);
+
+  // Long after the last, a wake-up goes at once, and it is the only one since: nothing was sent without a wake-up.
+  timer.advance(NOTIFY_SPACING_MS * 100);
+  wakeups.emails(queue);
+  await untilHeard(key, 4);
+  expect(timer.waiting).toBe(0);
+  expect(heardFor(key)).toHaveLength(4);
 });
 
 test('a wake-up reaches the engines waiting on its key through the LISTEN connection, and no others', async () => {
