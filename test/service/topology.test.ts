@@ -334,21 +334,37 @@ describe('a journey with a wait, triggered through both APIs', () => {
         `select c.email, x.status, x.waiting_for_event from workflow_executions x join contacts c on c.id = x.contact_id where x.workflow_id = $1`,
         [wfId],
       );
-    await waitUntil(async () => {
-      const xs = await executions();
-      return xs.length === contacts.length && xs.every((x) => x.status === 'WAITING' && x.waiting_for_event === paid);
-    }, 60_000);
+    // What the executions were at the last look, for the error if they never get there.
+    let seen: Awaited<ReturnType<typeof executions>> = [];
+    const states = () => {
+      const counts = new Map<string, number>();
+      for (const x of seen) {
+        const state = x.waiting_for_event ? `${x.status} for ${x.waiting_for_event}` : x.status;
+        counts.set(state, (counts.get(state) ?? 0) + 1);
+      }
+      return `seen ${seen.length}: ${[...counts].map(([state, n]) => `${n} ${state}`).join(', ') || 'none'}\n${serverErrors()}`;
+    };
+    await waitUntil(
+      async () => {
+        seen = await executions();
+        return seen.length === contacts.length && seen.every((x) => x.status === 'WAITING' && x.waiting_for_event === paid);
+      },
+      { timeoutMs: 60_000, what: () => `${contacts.length} executions WAITING for ${paid}; ${states()}` },
+    );
     // The event they wait for, also through both.
     await trackAll(paid);
-    await waitUntil(async () => {
-      const xs = await executions();
-      return xs.every((x) => x.status === 'COMPLETED');
-    }, 60_000);
+    await waitUntil(
+      async () => {
+        seen = await executions();
+        return seen.every((x) => x.status === 'COMPLETED');
+      },
+      { timeoutMs: 60_000, what: () => `every execution COMPLETED; ${states()}` },
+    );
     await waitUntil(async () => mailTo(`journey-${tag}-`).length >= contacts.length, 90_000);
     await deliveriesSettled('project_id = $1', [j.id]);
-    const seen = perRecipient(`journey-${tag}-`);
-    expect(twice(seen)).toEqual([]);
-    expect([...seen.keys()].sort()).toEqual([...contacts].sort());
+    const received = perRecipient(`journey-${tag}-`);
+    expect(twice(received)).toEqual([]);
+    expect([...received.keys()].sort()).toEqual([...contacts].sort());
     expect(await executions()).toHaveLength(contacts.length);
     journey = { project: j, workflowId: wfId };
   });
