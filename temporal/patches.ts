@@ -16,6 +16,8 @@ export const PATCHES = {
   journeySendRecordsTransition: 'journey-send-records-transition',
   /** A segment compute's entry/exit events reach journeys through the trigger outbox, not a child workflow (2026-12-02). */
   segmentEventsInOutbox: 'segment-events-in-outbox',
+  /** A journey's WAIT_FOR_EVENT counts events from when its start was recorded, not from when its handler ran (2026-12-03). */
+  journeyWaitFromRecordedStart: 'journey-wait-from-recorded-start',
 } as const;
 
 export type PatchId = (typeof PATCHES)[keyof typeof PATCHES];
@@ -28,11 +30,12 @@ export type PatchId = (typeof PATCHES)[keyof typeof PATCHES];
  * and replay as they ran. A journey patch added later is asked for as usual until it is listed
  * here with the walk that first applies it (JOURNEY_WALK raised).
  */
-export const JOURNEY_WALK = 2;
+export const JOURNEY_WALK = 3;
 /** From this walk on, startJourney sets the first step's search attributes with the start. */
 export const FIRST_STEP_SHOWN_AT_START_WALK = 2;
 export const JOURNEY_PATCHES_BY_WALK: Partial<Record<PatchId, number>> = {
   [PATCHES.journeySendViaEngine]: 2,
   [PATCHES.journeyStepTransitions]: 2,
   [PATCHES.journeySendRecordsTransition]: 2,
+  [PATCHES.journeyWaitFromRecordedStart]: 3,
 };

@@ -1,4 +1,4 @@
-import { CancellationScope, isCancellation, setHandler, TemporalFailure, upsertSearchAttributes } from '@temporalio/workflow';
+import { CancellationScope, isCancellation, setHandler, TemporalFailure, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { JsonValue } from '../../db/entities/contact';
 import type { StepStart } from '../../db/journeys/executions';
 import { type TrackedEventMessage, trackedEventSignal } from '../signals';
@@ -7,7 +7,7 @@ import { FIRST_STEP_SHOWN_AT_START_WALK, PATCHES } from '../patches';
 import { journeyActivities } from './steps/proxies';
 import { nextStepId, plannedSuccessor, type RunnableStep, stepAt } from './graph-walk';
 import { stepHandlers } from './steps';
-import type { JourneyInput, SentEmails, StepContext, StepOutcome } from './steps/types';
+import type { JourneyInput, SentEmails, StepBegan, StepContext, StepOutcome } from './steps/types';
 import { journeyPatched } from './journey-patched';
 
 export type { JourneyInput } from './steps/types';
@@ -66,7 +66,12 @@ async function walk(input: JourneyInput, context: Record<string, JsonValue>, eve
     await journeyActivities.finishExecution({ executionId: input.executionId, status: 'COMPLETED' });
     return;
   }
+  // A step begins just before its start is recorded (StepContext.began).
+  const fromRecordedStart = journeyPatched(input, PATCHES.journeyWaitFromRecordedStart);
+  const beginning = (): StepBegan | undefined => (fromRecordedStart ? { at: Date.now(), eventsSeen: events.length } : undefined);
   let current = stepAt(input.graph, input.executionId, firstId, 1);
+  // One the dispatcher recorded began before this execution started.
+  let began = fromRecordedStart && input.firstStepRecorded ? { at: workflowInfo().startTime.getTime(), eventsSeen: 0 } : beginning();
   if ((input.walk ?? 0) < FIRST_STEP_SHOWN_AT_START_WALK) showCurrentStep(current.start);
   // The dispatcher records it with its claim (temporal/triggers/dispatch.ts), and says so.
   if (!input.firstStepRecorded) await journeyActivities.recordStepStarted(current.start);
@@ -74,11 +79,14 @@ async function walk(input: JourneyInput, context: Record<string, JsonValue>, eve
     const { stepId, seq } = current.start;
     // For a step that records its own end (SEND_EMAIL): what follows its unlabelled transition.
     const planned = plannedSuccessor(input.graph, input.executionId, stepId, seq);
-    const outcome = await runStep(current.step, { input, stepId, seq, context, events, emails, successor: planned?.successor });
+    // Such a step records the next one's start as it runs.
+    const nextBegan = planned ? beginning() : undefined;
+    const outcome = await runStep(current.step, { input, stepId, seq, context, events, emails, successor: planned?.successor, began });
     if (outcome.transitionRecorded) {
       if (!planned?.next) return;
       showCurrentStep(planned.next.start);
       current = planned.next;
+      began = nextBegan;
       continue;
     }
     const finished = { executionId: input.executionId, seq, status: 'COMPLETED' as const, branch: outcome.branch ?? null, output: outcome.output, context };
@@ -90,6 +98,7 @@ async function walk(input: JourneyInput, context: Record<string, JsonValue>, eve
     }
     const next = stepAt(input.graph, input.executionId, nextId, seq + 1);
     showCurrentStep(next.start);
+    began = beginning();
     await journeyActivities.recordStepTransition({ finished, next: { start: next.start } });
     current = next;
   }

@@ -36,6 +36,13 @@ export interface StepContext {
   /** The emails this execution's SEND_EMAIL steps queued, so a wait for an email event waits for its own. */
   emails: SentEmails;
   /**
+   * When the step began: the workflow time and how many events had been signalled, taken just
+   * before its start was recorded in Postgres. From that record on, the dispatcher signals an event
+   * the step waits for, so a wait counts events from here, not from when its handler ran later.
+   * Undefined in executions started before (temporal/patches.ts journeyWaitFromRecordedStart).
+   */
+  began?: StepBegan;
+  /**
    * What follows the step if it ends on its unlabelled transition (no branch, no exit). A step
    * whose outcome never picks a branch may record its end and this in its own local activity,
    * and says so (StepOutcome.transitionRecorded); undefined where the walk records every transition.
@@ -52,6 +59,11 @@ export interface StepOutcome {
   output?: JsonValue;
   /** The step recorded its end and StepContext.successor itself; the walk goes straight on. */
   transitionRecorded?: boolean;
+}
+
+export interface StepBegan {
+  at: number;
+  eventsSeen: number;
 }
 
 /** The email each SEND_EMAIL step of the execution queued (the step's latest run), and the last one queued. */

@@ -32,7 +32,8 @@ function matcher(config: { eventName: string; emailStepId?: string }, ctx: StepC
       : ctx.emails.last
     : undefined;
   if (emailId !== undefined) return () => ctx.events.find((e) => e.name === config.eventName && e.data.emailId === emailId);
-  const since = Date.now(); // workflow time: deterministic on replay
-  const seenBefore = ctx.events.length;
+  // Workflow time: deterministic on replay.
+  const since = ctx.began?.at ?? Date.now();
+  const seenBefore = ctx.began?.eventsSeen ?? ctx.events.length;
   return () => ctx.events.slice(seenBefore).find((e) => e.name === config.eventName && Date.parse(e.trackedAt) >= since);
 }
