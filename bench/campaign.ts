@@ -32,7 +32,7 @@ import { parseArgs } from 'node:util';
 import { newId } from '../db/ids';
 import { query, queryOne } from '../db/sql';
 import { DEFAULT_CAMPAIGN_TUNING } from '../temporal/campaigns/workflow';
-import { rawPoolRate, type RawMessageSpec } from './baselines';
+import { rawPoolRate, warmRawPool, type RawMessageSpec } from './baselines';
 import {
   cpuSnapshot,
   cpuUsedBetween,
@@ -124,6 +124,7 @@ async function main(teardown: Teardown, signals: Interruption): Promise<void> {
   signals.checkpoint();
 
   const inFlight = DEFAULT_CAMPAIGN_TUNING.concurrency;
+  await warmRawPool(stack, domainId, RAW_MESSAGE, opts.raw, inFlight);
   const rawBefore = await rawPoolRate(stack, domainId, RAW_MESSAGE, opts.raw, inFlight);
   log(`raw nodemailer pool → sink: ${rawBefore.rate.toFixed(0)} msg/s`);
   signals.checkpoint();
