@@ -123,7 +123,9 @@ export async function planEmails(
 export const SENDER_FACTS = {
   columns: `d.id as domain_id, d.status as domain_status,
     exists (select 1 from billing_limits b where b.project_id = r.project_id and b.category = r.source) as capped`,
-  join: 'left join domains d on d.project_id = r.project_id and d.domain = r.domain',
+  // A lookup per row of r however many rows a kept plan guessed for it (db/sql.ts, db/statistics.ts).
+  join: `left join lateral (
+    select d.id, d.status from domains d where d.domain = r.domain and d.project_id = r.project_id limit 1) d on true`,
 };
 
 export interface SenderFactsRow {

@@ -128,7 +128,7 @@ const recipientData = (req: SendRequest, recipient: { name?: string }) => (recip
 /** Tries a write that lost its contacts to concurrent creators this many times before it gives up. */
 const WRITE_ATTEMPTS = 3;
 
-interface FactsItem {
+export interface FactsItem {
   projectId: string;
   domain: string;
   /** Normalized. */
@@ -283,20 +283,37 @@ export class SendBatches {
   }
 }
 
-/** Each item's sender facts (a transactional plan's) and contact, in one statement. */
+/** Each item's sender facts (a transactional plan's) and contact, in one statement (factsStatement). */
 async function readFacts(em: EntityManager, items: FactsItem[]): Promise<Facts[]> {
-  const rows = await query<Partial<ContactRow> & SenderFactsRow & { ord: number }>(
-    em,
-    `with r as (
-       select u.*, ?::text as source from unnest(?::int[], ?::text[], ?::text[], ?::text[]) as u(ord, project_id, domain, email)
-     )
-     select r.ord, ${SENDER_FACTS.columns}, ${CONTACT_COLUMNS}
-     from r ${SENDER_FACTS.join} left join contacts c on c.project_id = r.project_id and c.email = r.email`,
-    ['transactional' satisfies EmailSource, items.map((_, i) => i), items.map((i) => i.projectId), items.map((i) => i.domain), items.map((i) => i.email)],
-  );
+  const { sql, params } = factsStatement(items);
+  const rows = await query<Partial<ContactRow> & SenderFactsRow & { ord: number }>(em, sql, params);
   const facts: Facts[] = new Array(items.length);
   for (const row of rows) {
     facts[row.ord] = { sender: senderFactsOf(row), contact: row.id ? toContactDto(row as ContactRow) : undefined };
   }
   return facts;
+}
+
+/**
+ * readFacts' statement, apart so a test can read its plan. The items come as one JSON value: a
+ * plan that sees an array knows its length, so PostgreSQL planned every call for its own, and
+ * planning took four times the statement's run (53 against 14 µs per email under /v1/send load).
+ * From JSON every plan guesses the same number of rows (100), and PostgreSQL keeps one for the
+ * connection (db/sql.ts), planned again as the tables grow (db/statistics.ts). The lookups are
+ * lateral, so that for 100 rows the kept plan still reads each contact by its key rather than
+ * hashing the table.
+ */
+export function factsStatement(items: readonly FactsItem[]): { sql: string; params: unknown[] } {
+  return {
+    sql: `with r as (
+       select u.*, ?::text as source from jsonb_to_recordset(?::jsonb) as u(ord int, project_id text, domain text, email text)
+     )
+     select r.ord, ${SENDER_FACTS.columns}, ${CONTACT_COLUMNS}
+     from r ${SENDER_FACTS.join} left join lateral (
+       select ${CONTACT_COLUMNS} from contacts c where c.project_id = r.project_id and c.email = r.email limit 1) c on true`,
+    params: [
+      'transactional' satisfies EmailSource,
+      JSON.stringify(items.map((i, ord) => ({ ord, project_id: i.projectId, domain: i.domain, email: i.email }))),
+    ],
+  };
 }

@@ -3,6 +3,7 @@ import { contactUpsertCtes } from '../../db/contacts/contacts';
 import { newId } from '../../db/ids';
 import { RECIPIENT_PAGE } from '../../db/campaigns/send';
 import { sentMarkStatement } from '../../db/messages/delivery-queue';
+import { factsStatement } from '../../db/messages/send';
 import { insertRowsStatement } from '../../db/messages/prepare';
 import { createOrm, migrate, type Orm } from '../../db/orm';
 import { createProject } from '../../db/projects/projects';
@@ -91,6 +92,38 @@ async function plan(sql: string, params: unknown[]): Promise<string> {
     }
   });
 }
+
+/**
+ * How PostgreSQL planned `runs` executions of the statement, prepared as the service prepares it
+ * (plan_cache_mode auto): five custom plans, then the generic one for good if it costs no more.
+ */
+async function planKinds(sql: string, params: unknown[], runs: number): Promise<{ generic: number; custom: number }> {
+  let n = 0;
+  const text = sql.replace(/\?/g, () => `$${++n}`);
+  const args = params.map((p) => (p === null ? 'null' : escapeLiteral(Array.isArray(p) ? arrayText(p) : String(p))));
+  return transaction(orm.em.fork(), async (tx) => {
+    await query(tx, `prepare kinds_probe as ${text}`);
+    try {
+      for (let i = 0; i < runs; i++) await query(tx, `execute kinds_probe(${args.join(', ')})`);
+      const [row] = await query<{ generic: number; custom: number }>(
+        tx,
+        `select generic_plans::int as generic, custom_plans::int as custom from pg_prepared_statements where name = 'kinds_probe'`,
+      );
+      return row!;
+    } finally {
+      await query(tx, 'deallocate kinds_probe');
+    }
+  });
+}
+
+test("/v1/send's read of sender facts and contacts looks each up by its key, and is not planned again on every call", async () => {
+  const items = ['someone@example.org', 'other@example.org'].map((email) => ({ projectId, domain: 'example.org', email }));
+  const { sql, params } = factsStatement(items);
+  const text = await plan(sql, params);
+  expect(text).not.toMatch(/Seq Scan on (contacts|domains)/);
+  expect(text).toMatch(/contacts_project_email on contacts/);
+  expect(await planKinds(sql, params, 8)).toEqual({ generic: 3, custom: 5 });
+});
 
 test("the contact upsert (/v1/send, /v1/track) reads the existing contacts through (project_id, email)", async () => {
   const emails = ['someone@example.org', 'other@example.org'];
