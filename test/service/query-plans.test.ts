@@ -73,19 +73,27 @@ const arrayText = (items: unknown[]) =>
   `{${items.map((v) => (v === null ? 'NULL' : `"${String(v).replace(/[\\"]/g, (c) => `\\${c}`)}"`)).join(',')}}`;
 
 /**
+ * The statement as PREPARE takes it, and its parameters as EXECUTE's arguments: literals (a utility
+ * statement takes no bound parameters), their types from the casts.
+ */
+function preparable(sql: string, params: unknown[]): { text: string; args: string } {
+  let n = 0;
+  const text = sql.replace(/\?/g, () => `$${++n}`);
+  const args = params.map((p) => (p === null ? 'null' : escapeLiteral(Array.isArray(p) ? arrayText(p) : String(p))));
+  return { text, args: args.join(', ') };
+}
+
+/**
  * The plan the service runs: its statements are prepared (db/sql.ts), and PostgreSQL soon plans a
  * prepared statement once for any parameters (a generic plan), so the arrays' lengths are unknown.
  */
 async function plan(sql: string, params: unknown[]): Promise<string> {
-  let n = 0;
-  const text = sql.replace(/\?/g, () => `$${++n}`);
-  // EXECUTE's arguments are literals (a utility statement takes no bound parameters); their types come from the casts.
-  const args = params.map((p) => (p === null ? 'null' : escapeLiteral(Array.isArray(p) ? arrayText(p) : String(p))));
+  const { text, args } = preparable(sql, params);
   return transaction(orm.em.fork(), async (tx) => {
     await query(tx, 'set local plan_cache_mode = force_generic_plan');
     await query(tx, `prepare plan_probe as ${text}`);
     try {
-      const rows = await query<{ 'QUERY PLAN': string }>(tx, `explain execute plan_probe(${args.join(', ')})`);
+      const rows = await query<{ 'QUERY PLAN': string }>(tx, `explain execute plan_probe(${args})`);
       return rows.map((r) => r['QUERY PLAN']).join('\n');
     } finally {
       await query(tx, 'deallocate plan_probe');
@@ -98,13 +106,11 @@ async function plan(sql: string, params: unknown[]): Promise<string> {
  * (plan_cache_mode auto): five custom plans, then the generic one for good if it costs no more.
  */
 async function planKinds(sql: string, params: unknown[], runs: number): Promise<{ generic: number; custom: number }> {
-  let n = 0;
-  const text = sql.replace(/\?/g, () => `$${++n}`);
-  const args = params.map((p) => (p === null ? 'null' : escapeLiteral(Array.isArray(p) ? arrayText(p) : String(p))));
+  const { text, args } = preparable(sql, params);
   return transaction(orm.em.fork(), async (tx) => {
     await query(tx, `prepare kinds_probe as ${text}`);
     try {
-      for (let i = 0; i < runs; i++) await query(tx, `execute kinds_probe(${args.join(', ')})`);
+      for (let i = 0; i < runs; i++) await query(tx, `execute kinds_probe(${args})`);
       const [row] = await query<{ generic: number; custom: number }>(
         tx,
         `select generic_plans::int as generic, custom_plans::int as custom from pg_prepared_statements where name = 'kinds_probe'`,
