@@ -1,22 +1,25 @@
 /**
  * Turns concurrent calls into batches: each `run(item)` waits for the batch it joins, and a batch
  * is one call of `runBatch` (one statement, one round trip to PostgreSQL) for all the items that
- * arrived while earlier batches were in flight. With nothing in flight a call starts its batch at
- * the end of the current event-loop turn, so an idle service adds no wait; under load the batches
- * grow by themselves, and the statement's fixed cost (the round trip, parse, bind, executor start,
- * the commit) is paid once per batch instead of once per request.
+ * arrived while the batch before it was in flight. One batch is in flight at a time. With nothing
+ * in flight a call starts its batch at the end of the current event-loop turn, so an idle service
+ * adds no wait; under load the batches grow by themselves, and the statement's fixed cost (the
+ * round trip, parse, bind, executor start, the commit) is paid once per batch instead of once per
+ * request. Two to four batches in flight made smaller ones, and cost the API and PostgreSQL more
+ * CPU per request for no more throughput (docs/performance.md).
  *
  * `runBatch` answers each item in order: a value, or an Error for that item alone. When it throws,
  * every item of the batch gets that error (the database is unreachable, say).
  */
 export class Coalescer<I, O> {
   private queue: { item: I; resolve: (value: O) => void; reject: (err: unknown) => void }[] = [];
-  private inFlight = 0;
+  private inFlight = false;
   private scheduled = false;
 
   constructor(
     private readonly runBatch: (items: I[]) => Promise<(O | Error)[]>,
-    private readonly limits: { maxBatch: number; maxInFlight: number },
+    /** The most items in one batch; more wait for the next. */
+    private readonly maxBatch = 64,
   ) {}
 
   run(item: I): Promise<O> {
@@ -27,7 +30,7 @@ export class Coalescer<I, O> {
   }
 
   private schedule(): void {
-    if (this.scheduled || this.queue.length === 0 || this.inFlight >= this.limits.maxInFlight) return;
+    if (this.scheduled || this.queue.length === 0 || this.inFlight) return;
     this.scheduled = true;
     // After the requests already read in this turn of the event loop have joined.
     setImmediate(() => {
@@ -37,26 +40,25 @@ export class Coalescer<I, O> {
   }
 
   private flush(): void {
-    while (this.queue.length > 0 && this.inFlight < this.limits.maxInFlight) {
-      const batch = this.queue.splice(0, this.limits.maxBatch);
-      this.inFlight++;
-      this.runBatch(batch.map((b) => b.item))
-        .then(
-          (results) => {
-            if (results.length !== batch.length) throw new Error(`Coalescer: ${results.length} results for ${batch.length} items`);
-            batch.forEach((b, i) => {
-              const result = results[i]!;
-              if (result instanceof Error) b.reject(result);
-              else b.resolve(result);
-            });
-          },
-          (err: unknown) => batch.forEach((b) => b.reject(err)),
-        )
-        .catch((err: unknown) => batch.forEach((b) => b.reject(err)))
-        .finally(() => {
-          this.inFlight--;
-          this.schedule();
-        });
-    }
+    if (this.queue.length === 0 || this.inFlight) return;
+    const batch = this.queue.splice(0, this.maxBatch);
+    this.inFlight = true;
+    this.runBatch(batch.map((b) => b.item))
+      .then(
+        (results) => {
+          if (results.length !== batch.length) throw new Error(`Coalescer: ${results.length} results for ${batch.length} items`);
+          batch.forEach((b, i) => {
+            const result = results[i]!;
+            if (result instanceof Error) b.reject(result);
+            else b.resolve(result);
+          });
+        },
+        (err: unknown) => batch.forEach((b) => b.reject(err)),
+      )
+      .catch((err: unknown) => batch.forEach((b) => b.reject(err)))
+      .finally(() => {
+        this.inFlight = false;
+        this.schedule();
+      });
   }
 }

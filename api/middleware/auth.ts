@@ -47,7 +47,7 @@ export function authenticate(sessionSecret: string, orm: Orm, clock: Clock) {
   // load the statement's fixed cost is paid once per batch, not once per request.
   // One manager for every batch: raw statements only take a pooled connection through it.
   const em = orm.em.fork();
-  const keyLookups = new Coalescer<KeyLookup, KeyOwner | null>((lookups) => findProjectsByKeys(em, lookups, clock()), KEY_LOOKUP_BATCHES);
+  const keyLookups = new Coalescer<KeyLookup, KeyOwner | null>((lookups) => findProjectsByKeys(em, lookups, clock()));
   return (route: GuardedRoute): RequestHandler =>
     async (req, res, next) => {
       try {
@@ -74,9 +74,6 @@ export function authenticate(sessionSecret: string, orm: Orm, clock: Clock) {
       }
     };
 }
-
-/** At most 2 statements in flight (of the pool's 20), each for up to 64 requests. */
-const KEY_LOOKUP_BATCHES = { maxBatch: 64, maxInFlight: 2 };
 
 async function byKey(
   keyLookups: Coalescer<KeyLookup, KeyOwner | null>,

@@ -48,7 +48,7 @@ export class TrackBatches {
   constructor(orm: Orm) {
     // One manager for every batch: raw statements only take a pooled connection through it.
     const em = orm.em.fork();
-    this.batches = new Coalescer((items) => trackEvents(em, items), { maxBatch: 64, maxInFlight: 4 });
+    this.batches = new Coalescer((items) => trackEvents(em, items));
   }
 
   track(projectId: string, req: TrackRequest): Promise<TrackedEvent> {

@@ -253,10 +253,9 @@ export class SendBatches {
 
   constructor(orm: Orm) {
     const em = (this.em = orm.em.fork());
-    this.reads = new Coalescer((items) => readFacts(em, items), { maxBatch: 64, maxInFlight: 2 });
-    this.writes = new Coalescer(
-      (items) => inContactRounds(items, (i) => i.contact, (round) => writeEmailsWithContacts(em, round.map((i) => i.contact), round.map((i) => i.email))),
-      { maxBatch: 64, maxInFlight: 4 },
+    this.reads = new Coalescer((items) => readFacts(em, items));
+    this.writes = new Coalescer((items) =>
+      inContactRounds(items, (i) => i.contact, (round) => writeEmailsWithContacts(em, round.map((i) => i.contact), round.map((i) => i.email))),
     );
   }
 

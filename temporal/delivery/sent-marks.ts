@@ -83,13 +83,10 @@ export class MarkStatements {
   private readonly marks: Coalescer<SentMark[], undefined>;
 
   constructor(em: EntityManager) {
-    this.marks = new Coalescer(
-      async (batches) => {
-        await markEmailsSent(em, batches.flat());
-        return batches.map(() => undefined);
-      },
-      { maxBatch: 64, maxInFlight: 1 },
-    );
+    this.marks = new Coalescer(async (batches) => {
+      await markEmailsSent(em, batches.flat());
+      return batches.map(() => undefined);
+    });
   }
 
   async write(marks: SentMark[]): Promise<void> {

@@ -16,7 +16,7 @@ describe('Coalescer', () => {
         if (batches.length === 1) await gate;
         return items.map((i) => i * 10);
       },
-      { maxBatch: 3, maxInFlight: 1 },
+      3,
     );
     const first = c.run(1);
     await tick();
@@ -34,7 +34,7 @@ describe('Coalescer', () => {
         if (items.includes(99)) throw new Error('database unreachable');
         return items.map((i) => (i === 2 ? new Error('bad item') : i));
       },
-      { maxBatch: 10, maxInFlight: 2 },
+      10,
     );
     const results = await Promise.allSettled([c.run(1), c.run(2), c.run(3)]);
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
@@ -43,7 +43,7 @@ describe('Coalescer', () => {
     expect(await c.run(5)).toBe(5); // and it goes on afterwards
   });
 
-  test('never more than maxInFlight batches at once', async () => {
+  test('one batch in flight at a time', async () => {
     let running = 0;
     let most = 0;
     const c = new Coalescer<number, number>(
@@ -53,10 +53,10 @@ describe('Coalescer', () => {
         running--;
         return items;
       },
-      { maxBatch: 1, maxInFlight: 2 },
+      1,
     );
     expect(await Promise.all(Array.from({ length: 9 }, (_, i) => c.run(i)))).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
-    expect(most).toBe(2);
+    expect(most).toBe(1);
   });
 });
 
