@@ -8,19 +8,35 @@
  * request. Two to four batches in flight made smaller ones, and cost the API and PostgreSQL more
  * CPU per request for no more throughput (docs/performance.md).
  *
+ * A caller may add a `linger`: after each batch the next waits for it (a few milliseconds) before it
+ * starts, unless a full batch already waits, so that more calls join it (group commit). A call on
+ * an idle coalescer still starts at once; one that comes during the linger waits out the rest.
+ *
  * `runBatch` answers each item in order: a value, or an Error for that item alone. When it throws,
  * every item of the batch gets that error (the database is unreachable, say).
  */
+export interface CoalescerOptions {
+  /** The most items in one batch; more wait for the next. */
+  maxBatch?: number;
+  /** What the next batch waits for after each batch, a few milliseconds (group commit). */
+  linger?: () => Promise<void>;
+}
+
 export class Coalescer<I, O> {
   private queue: { item: I; resolve: (value: O) => void; reject: (err: unknown) => void }[] = [];
   private inFlight = false;
   private scheduled = false;
 
+  private readonly maxBatch: number;
+  private readonly linger: (() => Promise<void>) | undefined;
+
   constructor(
     private readonly runBatch: (items: I[]) => Promise<(O | Error)[]>,
-    /** The most items in one batch; more wait for the next. */
-    private readonly maxBatch = 64,
-  ) {}
+    options: CoalescerOptions = {},
+  ) {
+    this.maxBatch = options.maxBatch ?? 64;
+    this.linger = options.linger;
+  }
 
   run(item: I): Promise<O> {
     return new Promise<O>((resolve, reject) => {
@@ -56,7 +72,8 @@ export class Coalescer<I, O> {
         (err: unknown) => batch.forEach((b) => b.reject(err)),
       )
       .catch((err: unknown) => batch.forEach((b) => b.reject(err)))
-      .finally(() => {
+      .finally(async () => {
+        if (this.linger && this.queue.length < this.maxBatch) await this.linger().catch(() => undefined);
         this.inFlight = false;
         this.schedule();
       });

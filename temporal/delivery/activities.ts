@@ -14,7 +14,7 @@ export type { DeliveryRoundInput, DeliveryRoundResult, EmailToRetry } from './ro
 export function createDeliveryEngineActivities({ orm, mailer, config, listener }: { orm: Orm; mailer: Mailer; config: Config; listener: OutboxListener }) {
   const tuning = deliveryTuning(config);
   // Every round in this process (one per engine it runs) writes its SENT marks in shared statements.
-  const marks = new MarkStatements(orm.em.fork());
+  const marks = new MarkStatements(orm.em.fork(), tuning.markLingerMs);
 
   return {
     /**

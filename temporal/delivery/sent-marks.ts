@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Coalescer } from '../../db/coalescer';
 import { markEmailsSent, type SentMark } from '../../db/messages/delivery-queue';
@@ -76,17 +77,20 @@ export class SentMarks<M> {
  * The SENT marks of every round in one worker process (one per engine it runs), in shared
  * statements (db/coalescer.ts): a statement's fixed cost (the round trip, the commit's WAL flush)
  * was most of its cost when each round wrote a handful. One is in flight at a time; what arrives
- * meanwhile goes in the next. A failed statement fails every round's marks in it, and each round
- * writes them again (SentMarks).
+ * meanwhile, and during the linger after it, goes in the next. A failed statement fails every
+ * round's marks in it, and each round writes them again (SentMarks).
  */
 export class MarkStatements {
   private readonly marks: Coalescer<SentMark[], undefined>;
 
-  constructor(em: EntityManager) {
-    this.marks = new Coalescer(async (batches) => {
-      await markEmailsSent(em, batches.flat());
-      return batches.map(() => undefined);
-    });
+  constructor(em: EntityManager, lingerMs = 0) {
+    this.marks = new Coalescer(
+      async (batches) => {
+        await markEmailsSent(em, batches.flat());
+        return batches.map(() => undefined);
+      },
+      lingerMs > 0 ? { linger: () => sleep(lingerMs) } : {},
+    );
   }
 
   async write(marks: SentMark[]): Promise<void> {

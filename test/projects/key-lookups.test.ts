@@ -16,7 +16,7 @@ describe('Coalescer', () => {
         if (batches.length === 1) await gate;
         return items.map((i) => i * 10);
       },
-      3,
+      { maxBatch: 3 },
     );
     const first = c.run(1);
     await tick();
@@ -34,7 +34,7 @@ describe('Coalescer', () => {
         if (items.includes(99)) throw new Error('database unreachable');
         return items.map((i) => (i === 2 ? new Error('bad item') : i));
       },
-      10,
+      { maxBatch: 10 },
     );
     const results = await Promise.allSettled([c.run(1), c.run(2), c.run(3)]);
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
@@ -53,10 +53,46 @@ describe('Coalescer', () => {
         running--;
         return items;
       },
-      1,
+      { maxBatch: 1 },
     );
     expect(await Promise.all(Array.from({ length: 9 }, (_, i) => c.run(i)))).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
     expect(most).toBe(1);
+  });
+
+  test('with a linger, the next batch waits for it and takes what came meanwhile; an idle call starts at once', async () => {
+    const batches: number[][] = [];
+    let endLinger!: () => void;
+    let lingers = 0;
+    const c = new Coalescer<number, number>(
+      async (items) => {
+        batches.push(items);
+        return items;
+      },
+      { maxBatch: 3, linger: () => new Promise<void>((resolve) => ((endLinger = resolve), lingers++)) },
+    );
+    const settle = async () => {
+      for (let i = 0; i < 5; i++) await tick();
+    };
+    expect(await c.run(1)).toBe(1); // nothing before it: no wait
+    await settle();
+    expect(lingers).toBe(1);
+    const during = [2, 3].map((i) => c.run(i));
+    await settle();
+    expect(batches).toEqual([[1]]); // held by the linger
+    endLinger();
+    expect(await Promise.all(during)).toEqual([2, 3]);
+    await settle();
+    expect(lingers).toBe(2);
+    // More than a batch waits when the linger ends: the next full batch goes without one.
+    const many = [4, 5, 6, 7, 8, 9, 10].map((i) => c.run(i));
+    await settle();
+    endLinger();
+    await settle();
+    expect(batches).toEqual([[1], [2, 3], [4, 5, 6], [7, 8, 9]]);
+    expect(lingers).toBe(3);
+    endLinger();
+    expect(await Promise.all(many)).toEqual([4, 5, 6, 7, 8, 9, 10]);
+    expect(batches).toEqual([[1], [2, 3], [4, 5, 6], [7, 8, 9], [10]]);
   });
 });
 
