@@ -1,7 +1,7 @@
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { cycles, featureOf, type ImportEdge, importsOf, sourceFiles, workflowBundle } from './helpers/import-graph';
+import { cycles, featureOf, type ImportEdge, importsOf, loadedWith, sourceFiles, workflowBundle } from './helpers/import-graph';
 
 /**
  * The layering docs/design.md draws ("Layout"), checked on every run: feature folders
@@ -46,6 +46,14 @@ describe('architecture', () => {
     expect([...outside, ...show(packages)]).toEqual([]);
   });
 
+  it('starts the supervisor without the API or the worker: their modules load in their own processes', () => {
+    // `tidings start` runs cli/main.ts and supervises; a heap holding both roles' modules cost it
+    // garbage collections while the service ran (docs/performance.md).
+    const loaded = loadedWith('cli/main.ts');
+    expect(loaded).toEqual(expect.arrayContaining(['cli/supervise.ts', 'db/orm.ts', 'cli/services.ts']));
+    expect(loaded.filter((f) => f === 'cli/start.ts' || f === 'cli/import.ts' || f.startsWith('api/') || /^temporal\/(worker|activities|client)\.ts$/.test(f))).toEqual([]);
+  });
+
   it("types each workflow's activity proxies with its own feature's activities, never the worker's merged set", () => {
     // Activity modules: files named for them (the worker's merge, temporal/activities.ts, too), and every factory it merges.
     const merged = importsOf('temporal/activities.ts').map((e) => e.to);
@@ -87,6 +95,22 @@ describe('the import graph checks themselves', () => {
     expect(bundle.files).toEqual(['temporal/workflows.ts', 'temporal/x/c.ts', 'temporal/x/workflow.ts', 'db/d.ts'].sort());
     expect(bundle.edges.filter((e) => e.typeOnly).map((e) => e.to)).toEqual(['temporal/x/activities.ts', 'db/b']);
     expect(bundle.edges.find((e) => e.to === 'zod')).toMatchObject({ typeOnly: false });
+  });
+
+  it('tell a require() inside a function from an import, and leave it out of what a file loads', () => {
+    const root = mkdtempSync(path.join(tmpdir(), 'import-graph-'));
+    writeFileSync(path.join(root, 'main.ts'), "import { a } from './a';\nexport function later() {\n  return require('./b') as typeof import('./b');\n}\nexport const now = require('./c');\n");
+    for (const name of ['a', 'b', 'c']) writeFileSync(path.join(root, `${name}.ts`), `export const ${name} = 1;\n`);
+    const edges = importsOf('main.ts', root);
+    const loaded = loadedWith('main.ts', root);
+    rmSync(root, { recursive: true, force: true });
+    expect(edges.map((e) => [e.to, e.typeOnly, e.lazy])).toEqual([
+      ['a.ts', false, false],
+      ['b.ts', false, true],
+      ['b.ts', true, false],
+      ['c.ts', false, false],
+    ]);
+    expect(loaded).toEqual(['a.ts', 'c.ts', 'main.ts']);
   });
 
   it('place files in their feature folder, and infrastructure in none', () => {

@@ -8,6 +8,8 @@ export interface ImportEdge {
   /** A repository path (`db/sql.ts`) for a relative import, the package name for a bare one. */
   to: string;
   typeOnly: boolean;
+  /** A require() or import() inside a function: loaded when that code runs, not with the file. */
+  lazy: boolean;
 }
 
 export const ROOT = path.resolve(__dirname, '../..');
@@ -41,11 +43,11 @@ function resolveRelative(root: string, from: string, spec: string): string {
 export function importsOf(file: string, root = ROOT): ImportEdge[] {
   const source = ts.createSourceFile(file, readFileSync(path.join(root, file), 'utf8'), ts.ScriptTarget.ES2022, true);
   const edges: ImportEdge[] = [];
-  const add = (spec: string, typeOnly: boolean) => {
+  const add = (spec: string, typeOnly: boolean, lazy = false) => {
     const to = spec.startsWith('.') ? resolveRelative(root, file, spec) : spec.startsWith('node:') ? spec : spec.split('/').slice(0, spec.startsWith('@') ? 2 : 1).join('/');
-    edges.push({ from: file, to, typeOnly });
+    edges.push({ from: file, to, typeOnly, lazy });
   };
-  const visit = (node: ts.Node) => {
+  const visit = (node: ts.Node, inFunction = false) => {
     if (ts.isImportDeclaration(node) && ts.isStringLiteral(node.moduleSpecifier)) {
       const clause = node.importClause;
       const namedTypesOnly =
@@ -61,11 +63,12 @@ export function importsOf(file: string, root = ROOT): ImportEdge[] {
       const isDynamicImport = callee.kind === ts.SyntaxKind.ImportKeyword;
       const isRequire = ts.isIdentifier(callee) && callee.text === 'require';
       const isResolve = ts.isPropertyAccessExpression(callee) && ts.isIdentifier(callee.expression) && callee.expression.text === 'require' && callee.name.text === 'resolve';
-      if (isDynamicImport || isRequire) add(spec, false);
+      if (isDynamicImport || isRequire) add(spec, false, inFunction);
       // require.resolve names a file to load elsewhere (the workflow bundle), not a dependency of this one.
       if (isResolve) return;
     }
-    ts.forEachChild(node, visit);
+    const body = inFunction || ts.isFunctionLike(node);
+    ts.forEachChild(node, (child) => visit(child, body));
   };
   visit(source);
   return edges;
@@ -118,6 +121,19 @@ export function cycles(edges: Iterable<[string, string]>): string[][] {
   };
   for (const v of next.keys()) if (!index.has(v)) strongConnect(v);
   return found;
+}
+
+/** The source files a process loads with `entry`, before any function runs: imports that leave code behind, not lazy ones. */
+export function loadedWith(entry: string, root = ROOT): string[] {
+  const seen = new Set<string>();
+  const queue = [entry];
+  while (queue.length) {
+    const file = queue.shift()!;
+    if (seen.has(file)) continue;
+    seen.add(file);
+    for (const edge of importsOf(file, root)) if (!edge.typeOnly && !edge.lazy && edge.to.endsWith('.ts')) queue.push(edge.to);
+  }
+  return [...seen].sort();
 }
 
 /** Files the workflow bundle holds: everything reached from `entry` through imports that leave code behind. */
