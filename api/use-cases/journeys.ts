@@ -116,8 +116,8 @@ function startFor(
   context: Record<string, unknown> | undefined,
   test?: { timeScale: number },
 ): Promise<string | null> {
-  return callTemporal(() =>
-    startExecution(
+  return callTemporal(async () => {
+    const started = await startExecution(
       { em, temporal: deps.temporal, config: deps.config },
       {
         projectId,
@@ -127,8 +127,9 @@ function startFor(
         context: (context ?? {}) as Record<string, JsonValue>,
         ...(test ? { test } : {}),
       },
-    ),
-  );
+    );
+    return started?.id ?? null;
+  });
 }
 
 /**

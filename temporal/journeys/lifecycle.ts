@@ -7,17 +7,23 @@ import { JOURNEY_WALK } from '../patches';
 import { trackedEventSignal, type TrackedEventMessage } from '../signals';
 import type { journey, JourneyInput } from './workflow';
 
+/** A started journey: its run, and whether the worker took its first workflow task with the start (TemporalGateway.startsEagerly). */
+export interface JourneyStart {
+  runId: string;
+  eagerlyStarted: boolean;
+}
+
 /**
  * Starts one execution; its id is the execution row's, so a repeat (a dispatcher retrying after
  * a crash) finds it started, even long finished, and starts nothing. `names` label it in the
  * Temporal UI (workflow name, contact email, and a test run's time scale); ids stand in without
- * them. Returns the run id of the workflow it started, undefined for a repeat.
+ * them. Returns undefined for a repeat.
  */
 export async function startJourney(
   temporal: TemporalGateway,
   input: JourneyInput,
   names?: { workflow: string; contact: string; testTimeScale?: number },
-): Promise<string | undefined> {
+): Promise<JourneyStart | undefined> {
   // The first step shows from the start, and the walk says which patches apply: the workflow
   // upserts nothing before that step's end (each upsert is one more visibility write in Temporal).
   const first = firstStepStart(input.graph);
@@ -42,7 +48,7 @@ export async function startJourney(
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
       return undefined;
     });
-  return handle?.firstExecutionRunId;
+  return handle && { runId: handle.firstExecutionRunId, eagerlyStarted: handle.eagerlyStarted };
 }
 
 /** Delivers a tracked event to an execution; one that has already ended is skipped (false). */

@@ -5,6 +5,7 @@ import { type OutboxListener, triggersKey } from '../wakeups';
 import { claimTriggers, deleteTriggers, type TriggerRow } from '../../db/events/trigger-outbox';
 import { TemporalGateway } from '../client';
 import { deliverTrackedEvent, journeyLookups } from './dispatch';
+import { StartPacing } from './start-pacing';
 
 export interface DispatchRoundInput {
   queue: string;
@@ -14,8 +15,9 @@ export interface DispatchRoundInput {
 
 const BATCH = 200;
 /**
- * Contacts whose events are delivered at once; one contact's events go in order. Each holds a
- * pooled connection while it claims an entry, a pool the worker's other activities share.
+ * Contacts whose events are delivered at once while the worker keeps up (./start-pacing.ts); one
+ * contact's events go in order. Each holds a pooled connection while it claims an entry, a pool
+ * the worker's other activities share.
  */
 const PARALLEL_CONTACTS = 8;
 const IDLE_WAIT_MS = 1000;
@@ -27,7 +29,8 @@ export function createTriggerDispatcherActivities({ orm, config, listener }: { o
      * One round of the trigger dispatcher of a task queue: claims tracked events from the outbox
      * (db/events/trigger-outbox.ts) in batches, and for each one signals the executions it names and
      * starts the journeys it triggers (temporal/triggers/dispatch.ts deliverTrackedEvent), many contacts at
-     * once and each contact's events in order; a row is deleted once all of that succeeded.
+     * once while the worker keeps up (./start-pacing.ts) and each contact's events in order; a row is
+     * deleted once all of that succeeded.
      * A row that failed (Temporal unreachable) stays and is tried again when its lease runs out.
      * Idle, it sleeps until a writer's wake-up (temporal/wakeups.ts).
      */
@@ -40,6 +43,7 @@ export function createTriggerDispatcherActivities({ orm, config, listener }: { o
       const deadline = Date.now() + input.maxSeconds * 1000;
       let dispatched = 0;
       let failed = 0;
+      const pacing = new StartPacing();
       const beat = setInterval(() => ctx.heartbeat(), 1000);
       try {
         while (!ctx.cancellationSignal.aborted && Date.now() < deadline) {
@@ -54,11 +58,13 @@ export function createTriggerDispatcherActivities({ orm, config, listener }: { o
           const byContact = new Map<string, TriggerRow[]>();
           for (const row of rows) byContact.set(row.contactId, [...(byContact.get(row.contactId) ?? []), row]);
           const contacts = [...byContact.values()];
-          const lane = async () => {
-            for (let events = contacts.shift(); events; events = contacts.shift()) {
+          const lane = async (index: number) => {
+            while (contacts.length > 0 && pacing.admits(index)) {
+              const events = contacts.shift()!;
               for (const row of events) {
                 try {
-                  await deliverTrackedEvent(deps, row, row.signalExecutions, row);
+                  const { started, queued } = await deliverTrackedEvent(deps, row, row.signalExecutions, row);
+                  pacing.observe({ started: started.length, queued });
                   done.push(row.id);
                 } catch (err) {
                   // The contact's later events wait for this one's retry: their order matters to WAIT_FOR_EVENT.
@@ -69,7 +75,7 @@ export function createTriggerDispatcherActivities({ orm, config, listener }: { o
               }
             }
           };
-          await Promise.all(Array.from({ length: Math.min(PARALLEL_CONTACTS, contacts.length) }, lane));
+          await Promise.all(Array.from({ length: Math.min(PARALLEL_CONTACTS, contacts.length) }, (_, index) => lane(index)));
           await deleteTriggers(em, done);
           dispatched += done.length;
         }

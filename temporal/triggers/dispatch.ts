@@ -8,7 +8,7 @@ import type { JourneyGraph } from '../../db/journeys/steps';
 import { isEmailOutcome } from '../../db/record-events';
 import type { TemporalGateway } from '../client';
 import { firstStepStart } from '../journeys/graph-walk';
-import { signalTrackedEvent, startJourney } from '../journeys/lifecycle';
+import { type JourneyStart, signalTrackedEvent, startJourney } from '../journeys/lifecycle';
 
 export interface TriggerDeps {
   /** Not inside a transaction: a claimed execution must be visible to its workflow at once. */
@@ -56,15 +56,16 @@ export function journeyLookups(em: EntityManager): JourneyLookups {
  *
  * A test run (`input.test`) is the same execution with its timers divided by its time scale: the
  * workflow's input carries the product as its timeScale, so the workflow code is the same.
+ * `queued` says the start was not eager: its first workflow task waits in Temporal for a poll.
  */
-export async function startExecution(deps: TriggerDeps, input: ExecutionClaim): Promise<string | null> {
+export async function startExecution(deps: TriggerDeps, input: ExecutionClaim): Promise<{ id: string; queued: boolean } | null> {
   // The graph first: the claim records the first step's start with it, one activity fewer in the workflow.
   const graph = await (deps.lookups ? deps.lookups.graph(input.journeyId) : loadGraph(deps.em, input.journeyId));
   const claim = await claimExecution(deps.em, { ...input, emailWaits: emailWaitsOf(graph) }, firstStepStart(graph));
   if (!claim) return null;
-  let runId: string | undefined;
+  let started: JourneyStart | undefined;
   try {
-    runId = await startJourney(
+    started = await startJourney(
       deps.temporal,
       {
         executionId: claim.id,
@@ -83,8 +84,8 @@ export async function startExecution(deps: TriggerDeps, input: ExecutionClaim): 
     if (!input.executionId) await releaseExecution(deps.em, claim.id, input);
     throw err;
   }
-  if (!input.executionId && runId) await recordTemporalRunId(deps.em, claim.id, runId);
-  return claim.id;
+  if (!input.executionId && started) await recordTemporalRunId(deps.em, claim.id, started.runId);
+  return { id: claim.id, queued: started?.eagerlyStarted === false };
 }
 
 /** The email outcomes the graph's WAIT_FOR_EVENT steps wait for. */
@@ -97,7 +98,7 @@ const emailWaitsOf = (graph: JourneyGraph): string[] => [
  * was recorded receive it (their WAIT_FOR_EVENT decides whether it is the one), then, unless a
  * journey caused it, every enabled workflow it triggers starts an execution with the event data
  * as context, under an id derived from the event, so repeating all of this after a crash starts
- * nothing twice.
+ * nothing twice. `queued` counts the starts whose first workflow task waits in Temporal's queue.
  */
 export async function deliverTrackedEvent(
   deps: TriggerDeps,
@@ -105,7 +106,7 @@ export async function deliverTrackedEvent(
   /** The executions waiting when the event was recorded (the outbox row keeps them); the contact's active ones when absent. */
   signalExecutions?: string[],
   opts: { startsJourneys: boolean } = { startsJourneys: true },
-): Promise<{ started: string[] }> {
+): Promise<{ started: string[]; queued: number }> {
   const running = signalExecutions ?? (await activeExecutionIdsOfContact(deps.em, event.projectId, event.contactId));
   await Promise.all(
     running.map((id) =>
@@ -113,12 +114,13 @@ export async function deliverTrackedEvent(
     ),
   );
   const started: string[] = [];
-  if (!opts.startsJourneys) return { started };
+  let queued = 0;
+  if (!opts.startsJourneys) return { started, queued };
   const triggered = deps.lookups
     ? await deps.lookups.triggeredBy(event.projectId, event.name)
     : await journeysTriggeredBy(deps.em, event.projectId, event.name);
   for (const workflow of triggered) {
-    const id = await startExecution(deps, {
+    const execution = await startExecution(deps, {
       projectId: event.projectId,
       journeyId: workflow.id,
       contactId: event.contactId,
@@ -126,7 +128,9 @@ export async function deliverTrackedEvent(
       context: event.context,
       executionId: executionIdFor(event.eventId, workflow.id),
     });
-    if (id) started.push(id);
+    if (!execution) continue;
+    started.push(execution.id);
+    if (execution.queued) queued++;
   }
-  return { started };
+  return { started, queued };
 }
