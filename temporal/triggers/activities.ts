@@ -63,8 +63,7 @@ export function createTriggerDispatcherActivities({ orm, config, listener }: { o
               const events = contacts.shift()!;
               for (const row of events) {
                 try {
-                  const { started, queued } = await deliverTrackedEvent(deps, row, row.signalExecutions, row);
-                  pacing.observe({ started: started.length, queued });
+                  pacing.observe(await deliverTrackedEvent(deps, row, row.signalExecutions, row));
                   done.push(row.id);
                 } catch (err) {
                   // The contact's later events wait for this one's retry: their order matters to WAIT_FOR_EVENT.

@@ -56,9 +56,10 @@ export function journeyLookups(em: EntityManager): JourneyLookups {
  *
  * A test run (`input.test`) is the same execution with its timers divided by its time scale: the
  * workflow's input carries the product as its timeScale, so the workflow code is the same.
- * `queued` says the start was not eager: its first workflow task waits in Temporal for a poll.
+ * `eager` says whether the worker took the first workflow task with the start (absent for a repeat,
+ * which starts nothing); otherwise it waits in Temporal's queue for a poll.
  */
-export async function startExecution(deps: TriggerDeps, input: ExecutionClaim): Promise<{ id: string; queued: boolean } | null> {
+export async function startExecution(deps: TriggerDeps, input: ExecutionClaim): Promise<{ id: string; eager?: boolean } | null> {
   // The graph first: the claim records the first step's start with it, one activity fewer in the workflow.
   const graph = await (deps.lookups ? deps.lookups.graph(input.journeyId) : loadGraph(deps.em, input.journeyId));
   const claim = await claimExecution(deps.em, { ...input, emailWaits: emailWaitsOf(graph) }, firstStepStart(graph));
@@ -85,7 +86,7 @@ export async function startExecution(deps: TriggerDeps, input: ExecutionClaim): 
     throw err;
   }
   if (!input.executionId && started) await recordTemporalRunId(deps.em, claim.id, started.runId);
-  return { id: claim.id, queued: started?.eagerlyStarted === false };
+  return { id: claim.id, eager: started?.eagerlyStarted };
 }
 
 /** The email outcomes the graph's WAIT_FOR_EVENT steps wait for. */
@@ -98,7 +99,8 @@ const emailWaitsOf = (graph: JourneyGraph): string[] => [
  * was recorded receive it (their WAIT_FOR_EVENT decides whether it is the one), then, unless a
  * journey caused it, every enabled workflow it triggers starts an execution with the event data
  * as context, under an id derived from the event, so repeating all of this after a crash starts
- * nothing twice. `queued` counts the starts whose first workflow task waits in Temporal's queue.
+ * nothing twice. `eager` and `queued` count the starts whose first workflow task the worker took
+ * with the start and those whose task waits in Temporal's queue.
  */
 export async function deliverTrackedEvent(
   deps: TriggerDeps,
@@ -106,7 +108,7 @@ export async function deliverTrackedEvent(
   /** The executions waiting when the event was recorded (the outbox row keeps them); the contact's active ones when absent. */
   signalExecutions?: string[],
   opts: { startsJourneys: boolean } = { startsJourneys: true },
-): Promise<{ started: string[]; queued: number }> {
+): Promise<{ started: string[]; eager: number; queued: number }> {
   const running = signalExecutions ?? (await activeExecutionIdsOfContact(deps.em, event.projectId, event.contactId));
   await Promise.all(
     running.map((id) =>
@@ -114,8 +116,9 @@ export async function deliverTrackedEvent(
     ),
   );
   const started: string[] = [];
+  let eager = 0;
   let queued = 0;
-  if (!opts.startsJourneys) return { started, queued };
+  if (!opts.startsJourneys) return { started, eager, queued };
   const triggered = deps.lookups
     ? await deps.lookups.triggeredBy(event.projectId, event.name)
     : await journeysTriggeredBy(deps.em, event.projectId, event.name);
@@ -130,7 +133,8 @@ export async function deliverTrackedEvent(
     });
     if (!execution) continue;
     started.push(execution.id);
-    if (execution.queued) queued++;
+    if (execution.eager === true) eager++;
+    if (execution.eager === false) queued++;
   }
-  return { started, queued };
+  return { started, eager, queued };
 }

@@ -16,10 +16,10 @@ export class StartPacing {
     return index === 0 || !this.queued;
   }
 
-  /** What one delivered event did: the journeys it started, and how many of them wait in the queue. */
-  observe({ started, queued }: { started: number; queued: number }): void {
-    if (started === 0) return;
-    if (queued < started) this.eagerSeen = true;
+  /** What one delivered event's starts did: how many the worker took at once, and how many wait in the queue. */
+  observe({ eager, queued }: { eager: number; queued: number }): void {
+    if (eager + queued === 0) return;
+    if (eager > 0) this.eagerSeen = true;
     this.queued = this.eagerSeen && queued > 0;
   }
 }

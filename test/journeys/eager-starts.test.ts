@@ -40,6 +40,6 @@ test("a start on the worker's connection is taken by the worker at once; one fro
     return startExecution({ em: env.orm.em.fork(), temporal, config: env.deps.config }, input);
   };
 
-  expect(await start(onWorker, 'eager-a@example.org')).toEqual({ id: expect.stringMatching(/^exe_/), queued: false });
-  expect(await start(env.temporal, 'eager-b@example.org')).toEqual({ id: expect.stringMatching(/^exe_/), queued: true });
+  expect(await start(onWorker, 'eager-a@example.org')).toEqual({ id: expect.stringMatching(/^exe_/), eager: true });
+  expect(await start(env.temporal, 'eager-b@example.org')).toEqual({ id: expect.stringMatching(/^exe_/), eager: false });
 });
