@@ -108,17 +108,16 @@ export async function deliverTrackedEvent(
   /** The executions waiting when the event was recorded (the outbox row keeps them); the contact's active ones when absent. */
   signalExecutions?: string[],
   opts: { startsJourneys: boolean } = { startsJourneys: true },
-): Promise<{ started: string[]; eager: number; queued: number }> {
+): Promise<{ eager: number; queued: number }> {
   const running = signalExecutions ?? (await activeExecutionIdsOfContact(deps.em, event.projectId, event.contactId));
   await Promise.all(
     running.map((id) =>
       signalTrackedEvent(deps.temporal, id, { eventId: event.eventId, name: event.name, data: event.context, trackedAt: event.trackedAt }),
     ),
   );
-  const started: string[] = [];
   let eager = 0;
   let queued = 0;
-  if (!opts.startsJourneys) return { started, eager, queued };
+  if (!opts.startsJourneys) return { eager, queued };
   const triggered = deps.lookups
     ? await deps.lookups.triggeredBy(event.projectId, event.name)
     : await journeysTriggeredBy(deps.em, event.projectId, event.name);
@@ -131,10 +130,8 @@ export async function deliverTrackedEvent(
       context: event.context,
       executionId: executionIdFor(event.eventId, workflow.id),
     });
-    if (!execution) continue;
-    started.push(execution.id);
-    if (execution.eager === true) eager++;
-    if (execution.eager === false) queued++;
+    if (execution?.eager === true) eager++;
+    if (execution?.eager === false) queued++;
   }
-  return { started, eager, queued };
+  return { eager, queued };
 }
