@@ -22,7 +22,9 @@
  * round's headline figures beside it: a host's speed drifts by a third within minutes here.
  * --n sets every bench's N (default: send 4,000, track 10,000, workflows 1,000, the figures of
  * docs/performance.md); --warm-up every run's warm-up; --raw and --one-at-a-time are
- * bench/send.ts's. --list prints the selected runs and exits.
+ * bench/send.ts's. --list prints the selected runs and exits. BENCH_CPUS=N in the environment
+ * runs each bench on N CPUs' time (bench/cpu-limit.ts), a slower machine: there the goals are the
+ * ratios.
  *
  * The goals (2 cores, 16 clients; docs/performance.md):
  *  - /v1/send: ≥ 1,000 accepted/s, p99 < 100 ms, delivered ≥ 0.6 × the same run's raw nodemailer

@@ -20,7 +20,8 @@
  * The child processes run the build (dist/, built here first, once per bench process; skipped with
  * BENCH_SERVICE_BUILT=1, which bench/goals.ts sets after building once); BENCH_SERVICE_FROM_SOURCE=1
  * runs the source through tsx instead. BENCH_SERVICE_NODE_ARGS gives node options to each of them
- * (e.g. `--cpu-prof --cpu-prof-dir=DIR`).
+ * (e.g. `--cpu-prof --cpu-prof-dir=DIR`). BENCH_CPUS=N runs the whole stack on N CPUs' time
+ * (bench/cpu-limit.ts: a slower machine on this one).
  *
  * Also here: Ctrl-C/SIGTERM handling that stops set-up at the next step, the warm-up, the headers a
  * bench checks on a raw message, per-process CPU time (the service's processes, this process, the
@@ -48,6 +49,7 @@ import { startWorker, type WorkerHandle } from '../temporal/worker';
 import { startDnsServer, type DnsServer } from '../test/helpers/dns';
 import { freePorts, killService, rolePids, type Service, startService, stopService, waitForHealthy, waitForStderr } from '../test/helpers/service-process';
 import { startSmtpSink, type SmtpSink } from '../test/helpers/smtp';
+import { limitCpus, requestedCpus } from './cpu-limit';
 import { type BenchDatabase, closedLoop, createBenchDatabase, jsonClient, log } from './support';
 
 export const BENCH_RATE_LIMIT = 1_000_000_000;
@@ -139,12 +141,14 @@ export interface Stack {
   postmasterPid: number | undefined;
 }
 
+const ADMIN_URL = process.env.BENCH_POSTGRES_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
 /**
  * A fresh, empty database on the server of `adminUrl` (when given; else BENCH_POSTGRES_ADMIN_URL
  * or the local default), dropped by `teardown`.
  */
-export async function freshDatabase(teardown: Teardown, adminUrl?: string): Promise<BenchDatabase> {
-  const db = await createBenchDatabase(adminUrl ?? process.env.BENCH_POSTGRES_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
+export async function freshDatabase(teardown: Teardown, adminUrl: string = ADMIN_URL): Promise<BenchDatabase> {
+  const db = await createBenchDatabase(adminUrl);
   teardown.add(async () => (await db.drop(), log(`dropped database ${db.name}`)));
   return db;
 }
@@ -175,6 +179,11 @@ export async function startStack(opts: {
   const { teardown, checkpoint } = opts;
   const topology = opts.topology ?? 'in-process';
   const logLevel = opts.logLevel ?? 'warn';
+  const cpus = requestedCpus();
+  if (cpus !== undefined) {
+    teardown.add(await limitCpus(cpus, ADMIN_URL));
+    log(`this process, what it starts and PostgreSQL limited to ${cpus} CPUs' time (BENCH_CPUS)`);
+  }
   const db = await freshDatabase(teardown);
   checkpoint();
   const temporal = await devTemporal(teardown);

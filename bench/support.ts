@@ -6,6 +6,7 @@ import { spawnSync } from 'node:child_process';
 import http from 'node:http';
 import os from 'node:os';
 import { Client } from 'pg';
+import { cpuLimit } from './cpu-limit';
 
 export const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
 
@@ -171,7 +172,9 @@ export function environmentLine(pgVersion: string): string {
       ? ''
       : `; each core alone (a hashing loop pinned to it): ${speeds.map((s) => s.toFixed(2)).join(', ')} of the fastest` +
         (Math.min(...speeds) < UNEQUAL_CORES ? ' (unequal: the rates of a run follow which core its busiest threads get)' : '');
-  return `${cpu.length} cores (${cpu[0]?.model.trim() ?? 'unknown CPU'}), ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, node ${process.version}, ${os.platform()} ${os.arch()}, PostgreSQL ${pgVersion}${cores}`;
+  const limit = cpuLimit();
+  const limited = limit === undefined ? '' : `; the bench, the service, Temporal and PostgreSQL limited to ${limit} CPUs' time between them (BENCH_CPUS)`;
+  return `${cpu.length} cores (${cpu[0]?.model.trim() ?? 'unknown CPU'}), ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, node ${process.version}, ${os.platform()} ${os.arch()}, PostgreSQL ${pgVersion}${cores}${limited}`;
 }
 
 /** Below this share of the fastest core's speed, the environment line calls the cores unequal. */
