@@ -1,10 +1,10 @@
 /**
- * A slower machine on this one: BENCH_CPUS=N (goals.ts --cpus N) holds the whole stack a bench
- * runs (this process with the load generator, the sink and the raw pool; the Temporal dev server
- * and the service, started after; PostgreSQL's backends, forked after) to N CPUs' worth of time
- * between them, through a Linux cgroup's CPU quota. It is how a virtual machine whose host is busy
- * behaves (its cores are there, but get less time), the kind of host on which the rates fall and the
- * goals are ratios to the same run's raw pool.
+ * A slower machine on this one: BENCH_CPUS=N (bench/goals.ts passes it on) holds the whole stack
+ * a bench runs (this process with the load generator, the sink and the raw pool; the Temporal dev
+ * server and the service, started after; PostgreSQL's backends, forked after) to N CPUs' worth of
+ * time between them, through a Linux cgroup's CPU quota. It is how a virtual machine whose host is
+ * busy behaves (its cores are there, but get less time), the kind of host on which the rates fall
+ * and the goals are ratios to the same run's raw pool.
  *
  * Linux only, as root, with the cgroup CPU controller (v1 at /sys/fs/cgroup/cpu, or v2), and a
  * PostgreSQL server on this machine; otherwise it refuses with the reason. The teardown puts
