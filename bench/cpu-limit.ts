@@ -124,13 +124,18 @@ async function postmasterPid(adminUrl: string): Promise<number> {
   await client.connect();
   try {
     const backend = (await client.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!.pid;
-    const status = readable(`/proc/${backend}/status`);
-    const ppid = Number(/^PPid:\s*(\d+)/m.exec(status ?? '')?.[1]);
-    if (!ppid) throw new Error('BENCH_CPUS: the PostgreSQL server is not on this machine');
+    const ppid = parentPid(backend);
+    if (ppid === undefined) throw new Error('BENCH_CPUS: the PostgreSQL server is not on this machine');
     return ppid;
   } finally {
     await client.end();
   }
+}
+
+/** A process's parent on this machine (the postmaster of a PostgreSQL backend); undefined if it is not here. */
+export function parentPid(pid: number): number | undefined {
+  const ppid = Number(/^PPid:\s*(\d+)/m.exec(readable(`/proc/${pid}/status`) ?? '')?.[1]);
+  return Number.isInteger(ppid) && ppid > 1 ? ppid : undefined;
 }
 
 function readable(file: string): string | undefined {

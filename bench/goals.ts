@@ -318,7 +318,7 @@ function table(rows: Row[]): string {
 
 async function main(): Promise<void> {
   const opts = options();
-  requestedCpus(); // a BENCH_CPUS that is no number fails here, not in every run
+  const cpus = requestedCpus(); // a BENCH_CPUS that is no number fails here, not in every run
   const runs = select(matrix(opts), opts.only);
   if (opts.list || runs.length === 0) {
     process.stdout.write(runs.map((r) => `${r.name}: npx tsx bench/${r.bench}.ts ${r.args.join(' ')}\n`).join('') || 'no run matches --only\n');
@@ -364,7 +364,7 @@ async function main(): Promise<void> {
       '',
       `Tidings goals: ${all.length} of ${runs.length * opts.repeat} runs in ${minutes.toFixed(1)} min, one at a time${opts.repeat > 1 ? `, ${opts.repeat} rounds (medians)` : ''}${stopping.requested ? ` (stopped by ${stopping.requested})` : ''}; ` +
         `load average ${loadBefore.toFixed(1)} before, ${os.loadavg()[0]!.toFixed(1)} after; ${os.cpus().length} cores` +
-        (process.env.BENCH_CPUS ? `, each bench's stack on ${process.env.BENCH_CPUS} CPUs' time (BENCH_CPUS: a slower machine, where the goals are the ratios)` : ''),
+        (cpus !== undefined ? `, each bench's stack on ${cpus} CPUs' time (BENCH_CPUS: a slower machine, where the goals are the ratios)` : ''),
       `  runs          ${outcomes.map((o) => `${o.run.name} ${o.seconds.toFixed(0)} s${o.result ? (o.roundsWithoutResult?.length ? `, ${o.roundsWithoutResult.length} round(s) without RESULT` : '') : `, no RESULT (exit code ${o.exitCode})`}`).join('; ')}`,
       '',
       table(rows),

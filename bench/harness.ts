@@ -49,7 +49,7 @@ import { startWorker, type WorkerHandle } from '../temporal/worker';
 import { startDnsServer, type DnsServer } from '../test/helpers/dns';
 import { freePorts, killService, rolePids, type Service, startService, stopService, waitForHealthy, waitForStderr } from '../test/helpers/service-process';
 import { startSmtpSink, type SmtpSink } from '../test/helpers/smtp';
-import { limitCpus, requestedCpus } from './cpu-limit';
+import { limitCpus, parentPid, requestedCpus } from './cpu-limit';
 import { type BenchDatabase, closedLoop, createBenchDatabase, jsonClient, log } from './support';
 
 export const BENCH_RATE_LIMIT = 1_000_000_000;
@@ -241,7 +241,7 @@ export async function startStack(opts: {
   checkpoint();
 
   const backend = await orm.em.fork().getConnection().execute<{ pid: number }[]>('select pg_backend_pid() as pid');
-  const postmasterPid = parentOf(backend[0]!.pid);
+  const postmasterPid = parentPid(backend[0]!.pid);
 
   const project = await createProject(orm.em.fork(), 'bench');
   const client = jsonClient(port, project.secretKey, opts.concurrency);
@@ -546,11 +546,6 @@ export function mainThreadOf(pid: number): MainThreadSnapshot | undefined {
   } catch {
     return undefined;
   }
-}
-
-function parentOf(pid: number): number | undefined {
-  const ppid = Number(statOf(pid)?.[1]);
-  return Number.isInteger(ppid) && ppid > 1 ? ppid : undefined;
 }
 
 /**
