@@ -38,6 +38,18 @@ export async function query<T = Record<string, unknown>>(
   }
 }
 
+/**
+ * A value written into a statement's text instead of bound, for the few statements that must have
+ * no parameters (db/messages/delivery-queue.ts claimStatement). standard_conforming_strings is
+ * on (PostgreSQL's default since 9.1), so doubling the quotes is the whole escape.
+ */
+export const sqlText = (value: string) => `'${value.replace(/'/g, "''")}'`;
+
+export function sqlInteger(value: number): string {
+  if (!Number.isSafeInteger(value)) throw new Error(`Not an integer: ${value}`);
+  return String(value);
+}
+
 export async function queryOne<T = Record<string, unknown>>(
   em: EntityManager,
   sql: string,

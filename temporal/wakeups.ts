@@ -20,8 +20,9 @@ export const triggersKey = (queue: string) => `triggers:${queue}`;
 /**
  * At most one NOTIFY per key in this many milliseconds. Under `/v1/send` load every request's
  * commit asks for one; each is a write to PostgreSQL's socket that wakes a backend, and a
- * notification read back by every listening process. A sending engine claims again without one,
- * so the spacing only delays an idle engine, by this much at most.
+ * notification read back by every listening process. An engine that found its queue drained
+ * claims again on the next wake-up (temporal/delivery/round.ts), so under load each claim takes
+ * what was committed in this time, and an email waits for its wake-up by this much at most.
  */
 export const NOTIFY_SPACING_MS = 20;
 

@@ -57,8 +57,13 @@ export interface RoundDeps {
  * One round of a delivery engine, read top to bottom in `run`: take work (claim due emails from
  * the table, the next batch while this one sends), send it (DELIVERY_CONCURRENCY lanes, each email
  * through mail/send-stored.ts, its outcome recorded as the relay answers), close (give back what
- * was claimed and not sent, write the last SENT marks). Idle lanes wait for a wake-up
- * (temporal/wakeups.ts). Every email the round holds keeps its lease while it holds it.
+ * was claimed and not sent, write the last SENT marks). Every email the round holds keeps its
+ * lease while it holds it.
+ *
+ * A claim that took less than it asked for found the queue drained: the round claims again once a
+ * wake-up (temporal/wakeups.ts) has come since, and meanwhile only sends what it holds. Under a
+ * steady stream of requests each claim then takes what the writers committed between two
+ * wake-ups, instead of the one or two emails that arrived during the last claim.
  *
  * The round ends at its deadline, when cancelled, on the first error (the activity fails and is
  * retried), when the relay cannot be reached, or soon after an email needs its retry workflow,
@@ -82,6 +87,8 @@ export class DeliveryRound {
   private bounced = 0;
   private failure: { error: unknown } | undefined;
   private claiming: Promise<number> | undefined;
+  /** The wake-up count read before the last claim that found the queue drained; undefined when the last claim took a full batch. */
+  private drainedAt: number | undefined;
   private expiredCheckedAt = 0;
   /** When a throttled project the last claim left waiting has a free slot (Date.now() time). */
   private throttledUntil: number | undefined;
@@ -136,16 +143,20 @@ export class DeliveryRound {
       const email = this.claimed.shift();
       if (email) {
         // The next batch is claimed while this one sends.
-        if (!this.probing && this.claimed.length < this.batch / 2 && !this.claiming) void this.claim().catch(() => undefined);
+        if (!this.probing && this.claimed.length < this.batch / 2 && !this.claiming && !this.drained()) void this.claim().catch(() => undefined);
         await this.send(email);
         continue;
       }
       // A probe sends what it claimed, once; a round with an email for a retry workflow ends.
       if (this.probing || this.retries.length > 0) return;
-      const seen = this.deps.listener.generation(this.key);
-      if ((await this.claim()) > 0 || this.claimed.length > 0) continue;
-      await this.deps.listener.wait(this.key, seen, this.idleWaitMs(), this.signal);
+      if (this.drained() && !this.claiming) await this.deps.listener.wait(this.key, this.drainedAt!, this.idleWaitMs(), this.signal);
+      if (!this.over()) await this.claim();
     }
+  }
+
+  /** The last claim found the queue drained and no wake-up has come since: nothing new to claim yet. */
+  private drained(): boolean {
+    return this.drainedAt !== undefined && this.deps.listener.generation(this.key) === this.drainedAt;
   }
 
   private over(): boolean {
@@ -166,7 +177,10 @@ export class DeliveryRound {
       const { em, tuning } = this.deps;
       const { queue } = this.input;
       const claimedAt = Date.now();
+      // Read before the claim: a writer that commits after the claim's snapshot wakes the engines after this.
+      const seen = this.deps.listener.generation(this.key);
       const { emails, throttledForMs } = await claimDueEmails(em, queue, this.batch, tuning.leaseSeconds, 'queued');
+      this.drainedAt = emails.length < this.batch ? seen : undefined;
       this.throttledUntil = throttledForMs === null ? undefined : claimedAt + throttledForMs;
       // Expired leases (a dead worker's emails) are rare: looked for when the queue runs short, at most once a second.
       if (emails.length < this.batch && Date.now() - this.expiredCheckedAt > tuning.expiredCheckMs) {
