@@ -354,10 +354,12 @@ function assertApplied(worker: WorkerHandle, wanted: Partial<WorkerOptions>): vo
 
 /**
  * A warm-up long enough that V8 has optimized a request path (functions that run once per request
- * reach TurboFan only after a few thousand calls): with 800 requests, 174 functions of /v1/send's
- * path were still compiled during the load, and its first seconds ran slower than the rest.
+ * reach TurboFan only after thousands of calls). Counted with node's --log-code in the API
+ * process of bench/send.ts: after 4,000 requests (and an idle pause), about 150 functions of
+ * /v1/send's path were first compiled by TurboFan during the load, their compiling some 3 % of the
+ * machine's CPU; after 12,000 and no pause, about half as many.
  */
-export const JIT_WARM_UP_REQUESTS = 4000;
+export const JIT_WARM_UP_REQUESTS = 12_000;
 
 /**
  * Before a bench measures: `count` requests (`request(i)`, `concurrency` at a time; min(1,000, n/5)

@@ -4,7 +4,7 @@
  * an event and nothing else is triggered (bench/workflows.ts measures the same requests when they
  * start journeys).
  *
- *   npx tsx bench/track.ts [--n 5000] [--concurrency 16] [--topology start|split] [--service in-process] [--cold] [--warm-up 4000]
+ *   npx tsx bench/track.ts [--n 5000] [--concurrency 16] [--topology start|split] [--service in-process] [--cold] [--warm-up 12000]
  *
  * Set-up as bench/send.ts (bench/harness.ts startStack): a fresh database, an in-memory Temporal dev
  * server, the test DNS server and SMTP sink, the service (RATE_LIMIT_PER_MINUTE raised), one project
@@ -16,7 +16,7 @@
  * Payload: `{email, event: "signup", data: {plan}}`, the plan one of four values, stored on the
  * contact (a track's data is persistent: there is no one-shot variant to choose).
  *
- * A warm-up of --warm-up tracks (4,000: enough for V8 to have optimized the request path, as in
+ * A warm-up of --warm-up tracks (12,000: enough for V8 to have optimized the request path, as in
  * bench/send.ts) and an ANALYZE come first, outside the figures; `--cold` empties the tables the
  * warm-up wrote into instead, a new install's database with warm code (bench/harness.ts warmUp).
  *
@@ -62,7 +62,7 @@ function options() {
     },
   });
   if (values.help) {
-    process.stdout.write('Usage: npx tsx bench/track.ts [--n 5000] [--concurrency 16] [--topology start|split] [--service in-process] [--cold] [--warm-up 4000]\n');
+    process.stdout.write('Usage: npx tsx bench/track.ts [--n 5000] [--concurrency 16] [--topology start|split] [--service in-process] [--cold] [--warm-up 12000]\n');
     process.exit(0);
   }
   return {

@@ -10,7 +10,7 @@
  * reach the sink. bench/track.ts measures /v1/track with no workflow listening.
  *
  *   npx tsx bench/workflows.ts [--shape send-delay-send|send-only] [--n 500] [--concurrency 16] [--time-scale 0.001]
- *                              [--histories 100] [--topology start|split] [--service in-process] [--cold] [--warm-up 4000]
+ *                              [--histories 100] [--topology start|split] [--service in-process] [--cold] [--warm-up 12000]
  *                              [--worker-options '{"maxConcurrentWorkflowTaskPolls":40}']
  *
  * It sets everything up on loopback itself and tears it down again (bench/harness.ts): a fresh,
@@ -30,7 +30,7 @@
  * Payload: as bench/track.ts, `data: {plan}` stored on the contact (persistent), which the
  * templates render from ("Welcome to the {{plan ?? "free"}} plan").
  *
- * First a warm-up: --warm-up tracks (4,000, as bench/track.ts and bench/send.ts: enough for V8 to
+ * First a warm-up: --warm-up tracks (12,000, as bench/track.ts and bench/send.ts: enough for V8 to
  * have optimized the request path) before the workflow is enabled, and an ANALYZE; `--cold`
  * empties the tables it wrote into instead, a new install's database with warm code
  * (bench/harness.ts warmUp). After the load, once every
@@ -118,7 +118,7 @@ function options() {
   });
   if (values.help) {
     process.stdout.write(
-      'Usage: npx tsx bench/workflows.ts [--shape send-delay-send|send-only] [--n 500] [--concurrency 16] [--time-scale 0.001] [--histories 100] [--topology start|split] [--service in-process] [--cold] [--worker-options JSON] [--warm-up 4000]\n',
+      'Usage: npx tsx bench/workflows.ts [--shape send-delay-send|send-only] [--n 500] [--concurrency 16] [--time-scale 0.001] [--histories 100] [--topology start|split] [--service in-process] [--cold] [--worker-options JSON] [--warm-up 12000]\n',
     );
     process.exit(0);
   }
