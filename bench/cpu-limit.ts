@@ -2,9 +2,10 @@
  * A slower machine on this one: BENCH_CPUS=N (bench/goals.ts passes it on) holds the whole stack
  * a bench runs (this process with the load generator, the sink and the raw pool; the Temporal dev
  * server and the service, started after; PostgreSQL's backends, forked after) to N CPUs' worth of
- * time between them, through a Linux cgroup's CPU quota. It is how a virtual machine whose host is
- * busy behaves (its cores are there, but get less time), the kind of host on which the rates fall
- * and the goals are ratios to the same run's raw pool.
+ * time between them, through a Linux cgroup's CPU quota: a machine short of CPU, where the rates
+ * fall and the goals are ratios to the same run's raw pool. A process that runs mostly on one core
+ * (the raw pool) loses less of its speed there than a stack spread over several; bench/steal.ts is
+ * the other model, every core slower alike.
  *
  * Linux only, as root, with the cgroup CPU controller (v1 at /sys/fs/cgroup/cpu, or v2), and a
  * PostgreSQL server on this machine; otherwise it refuses with the reason. The teardown puts

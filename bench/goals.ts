@@ -22,9 +22,9 @@
  * round's headline figures beside it: a host's speed drifts by a third within minutes here.
  * --n sets every bench's N (default: send 4,000, track 10,000, workflows 1,000, the figures of
  * docs/performance.md); --warm-up every run's warm-up; --raw and --one-at-a-time are
- * bench/send.ts's. --list prints the selected runs and exits. BENCH_CPUS=N in the environment
- * runs each bench on N CPUs' time (bench/cpu-limit.ts), a slower machine: there the goals are the
- * ratios.
+ * bench/send.ts's. --list prints the selected runs and exits. A slower machine, where the goals
+ * are the ratios: BENCH_CPUS=N in the environment runs each bench on N CPUs' time
+ * (bench/cpu-limit.ts), BENCH_STEAL=F takes F of every core's time while it runs (bench/steal.ts).
  *
  * The goals (2 cores, 16 clients; docs/performance.md):
  *  - /v1/send: ≥ 1,000 accepted/s, p99 < 100 ms, delivered ≥ 0.6 × the same run's raw nodemailer
@@ -48,6 +48,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { createInterface } from 'node:readline';
 import { requestedCpus } from './cpu-limit';
+import { requestedSteal } from './steal';
 import { log, positiveInt, RESULT_PREFIX } from './support';
 
 const ROOT = path.resolve(__dirname, '..');
@@ -318,7 +319,9 @@ function table(rows: Row[]): string {
 
 async function main(): Promise<void> {
   const opts = options();
-  const cpus = requestedCpus(); // a BENCH_CPUS that is no number fails here, not in every run
+  // A BENCH_CPUS or BENCH_STEAL that is no number fails here, not in every run.
+  const cpus = requestedCpus();
+  const steal = requestedSteal();
   const runs = select(matrix(opts), opts.only);
   if (opts.list || runs.length === 0) {
     process.stdout.write(runs.map((r) => `${r.name}: npx tsx bench/${r.bench}.ts ${r.args.join(' ')}\n`).join('') || 'no run matches --only\n');
@@ -364,7 +367,8 @@ async function main(): Promise<void> {
       '',
       `Tidings goals: ${all.length} of ${runs.length * opts.repeat} runs in ${minutes.toFixed(1)} min, one at a time${opts.repeat > 1 ? `, ${opts.repeat} rounds (medians)` : ''}${stopping.requested ? ` (stopped by ${stopping.requested})` : ''}; ` +
         `load average ${loadBefore.toFixed(1)} before, ${os.loadavg()[0]!.toFixed(1)} after; ${os.cpus().length} cores` +
-        (cpus !== undefined ? `, each bench's stack on ${cpus} CPUs' time (BENCH_CPUS: a slower machine, where the goals are the ratios)` : ''),
+        (cpus !== undefined ? `, each bench's stack on ${cpus} CPUs' time (BENCH_CPUS: a slower machine, where the goals are the ratios)` : '') +
+        (steal !== undefined ? `, ${Math.round(steal * 100)} % of every core's time taken while each bench runs (BENCH_STEAL: a slower machine, where the goals are the ratios)` : ''),
       `  runs          ${outcomes.map((o) => `${o.run.name} ${o.seconds.toFixed(0)} s${o.result ? (o.roundsWithoutResult?.length ? `, ${o.roundsWithoutResult.length} round(s) without RESULT` : '') : `, no RESULT (exit code ${o.exitCode})`}`).join('; ')}`,
       '',
       table(rows),

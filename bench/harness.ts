@@ -20,8 +20,9 @@
  * The child processes run the build (dist/, built here first, once per bench process; skipped with
  * BENCH_SERVICE_BUILT=1, which bench/goals.ts sets after building once); BENCH_SERVICE_FROM_SOURCE=1
  * runs the source through tsx instead. BENCH_SERVICE_NODE_ARGS gives node options to each of them
- * (e.g. `--cpu-prof --cpu-prof-dir=DIR`). BENCH_CPUS=N runs the whole stack on N CPUs' time
- * (bench/cpu-limit.ts: a slower machine on this one).
+ * (e.g. `--cpu-prof --cpu-prof-dir=DIR`). A slower machine on this one: BENCH_CPUS=N runs the whole
+ * stack on N CPUs' time (bench/cpu-limit.ts); BENCH_STEAL=F takes F of every core's time
+ * (bench/steal.ts).
  *
  * Also here: Ctrl-C/SIGTERM handling that stops set-up at the next step, the warm-up, the headers a
  * bench checks on a raw message, per-process CPU time (the service's processes, this process, the
@@ -50,6 +51,7 @@ import { startDnsServer, type DnsServer } from '../test/helpers/dns';
 import { freePorts, killService, rolePids, type Service, startService, stopService, waitForHealthy, waitForStderr } from '../test/helpers/service-process';
 import { startSmtpSink, type SmtpSink } from '../test/helpers/smtp';
 import { limitCpus, parentPid, requestedCpus } from './cpu-limit';
+import { requestedSteal, stealCores } from './steal';
 import { type BenchDatabase, closedLoop, createBenchDatabase, jsonClient, log } from './support';
 
 export const BENCH_RATE_LIMIT = 1_000_000_000;
@@ -183,6 +185,11 @@ export async function startStack(opts: {
   if (cpus !== undefined) {
     teardown.add(await limitCpus(cpus, ADMIN_URL));
     log(`this process, what it starts and PostgreSQL limited to ${cpus} CPUs' time (BENCH_CPUS)`);
+  }
+  const steal = requestedSteal();
+  if (steal !== undefined) {
+    teardown.add(await stealCores(steal));
+    log(`${Math.round(steal * 100)} % of every core's time taken by a real-time process (BENCH_STEAL)`);
   }
   const db = await freshDatabase(teardown);
   checkpoint();

@@ -437,6 +437,12 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
         `this one (load generator, sink) ${perEmail(cpuS)} ms per email`,
     `                PostgreSQL backends of ${stack.db.name} ${perEmail(postgresCpuS)} ms, Temporal server ${perEmail(temporalCpuS)} ms per email; all together ${perEmail(totalCpuS)} ms per email, ` +
       `${(perEmailMs(totalCpuS) / rawCpuMs).toFixed(2)} × the raw pool's CPU per message (a machine's drift moves both alike, so this compares runs better than the rates do)`,
+    ...(serviceCpuS === undefined
+      ? []
+      : [
+          `                the service and PostgreSQL ${((serviceCpuS + postgresCpuS) / cpuS).toFixed(2)} × this process's CPU over the same window: the steadiest yardstick for comparing code, ` +
+            `as the host's speed moves both alike while the raw pool runs at other times`,
+        ]),
     ...(mainThreadBefore && mainThreadAfter
       ? [
           `  event loop    the API process's main thread was on a core ${((100 * (mainThreadAfter.cpuSeconds - mainThreadBefore.cpuSeconds)) / acceptedS).toFixed(0)} % of the load (until the last 200) ` +

@@ -7,6 +7,7 @@ import http from 'node:http';
 import os from 'node:os';
 import { Client } from 'pg';
 import { cpuLimit } from './cpu-limit';
+import { stolenShare } from './steal';
 
 export const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
 
@@ -174,7 +175,9 @@ export function environmentLine(pgVersion: string): string {
         (Math.min(...speeds) < UNEQUAL_CORES ? ' (unequal: the rates of a run follow which core its busiest threads get)' : '');
   const limit = cpuLimit();
   const limited = limit === undefined ? '' : `; the bench, the service, Temporal and PostgreSQL limited to ${limit} CPUs' time between them (BENCH_CPUS)`;
-  return `${cpu.length} cores (${cpu[0]?.model.trim() ?? 'unknown CPU'}), ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, node ${process.version}, ${os.platform()} ${os.arch()}, PostgreSQL ${pgVersion}${cores}${limited}`;
+  const steal = stolenShare();
+  const stolen = steal === undefined ? '' : `; ${Math.round(steal * 100)} % of every core's time taken by a real-time process, as a busy host's steal time (BENCH_STEAL)`;
+  return `${cpu.length} cores (${cpu[0]?.model.trim() ?? 'unknown CPU'}), ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, node ${process.version}, ${os.platform()} ${os.arch()}, PostgreSQL ${pgVersion}${cores}${limited}${stolen}`;
 }
 
 /** Below this share of the fastest core's speed, the environment line calls the cores unequal. */
