@@ -53,8 +53,8 @@ export function createApp(deps: AppDeps): App {
 
   const registry = new RouteRegistry(express.Router(), {
     scope: requestScope(deps.orm),
-    authenticate: authenticate(deps.sessionSecret, deps.orm, deps.clock),
-    rateLimit: rateLimit(deps.config.rateLimitPerMinute, deps.clock),
+    authenticate: authenticate(deps.sessionSecret, deps.keys),
+    rateLimit: rateLimit(deps.rateLimiter),
   });
   // Field routes first: `/contacts/fields` must not be taken for a contact id.
   registerFieldRoutes(registry, deps);

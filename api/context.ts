@@ -3,7 +3,8 @@ import type { Logger } from 'pino';
 import type { PaymentProvider } from '../billing/provider';
 import type { Config } from '../config';
 import type { Clock } from '../db/clock';
-import type { RateLimitState } from '../db/projects/rate-limit';
+import type { ApiKeys } from './middleware/api-keys';
+import type { RateLimiter } from './middleware/rate-limit';
 import type { EngineWakeups } from '../temporal/wakeups';
 import type { TrackBatches } from '../db/events/track';
 import type { SendBatches } from '../db/messages/send';
@@ -44,6 +45,10 @@ export interface AppDeps {
   sending: SendBatches;
   /** The time for rules counted in windows: the rate limit, sign-in and account-mail attempts. */
   clock: Clock;
+  /** API keys → projects, cached per process (middleware/api-keys.ts). */
+  keys: ApiKeys;
+  /** Places requests in their project's window of the rate limit (middleware/rate-limit.ts). */
+  rateLimiter: RateLimiter;
 }
 
 export interface AuthContext {
@@ -58,6 +63,4 @@ export interface RequestScope {
   em: EntityManager;
   auth?: AuthContext;
   user?: SessionUser;
-  /** This request, already counted in its project's window by the API-key lookup (middleware/rate-limit.ts). */
-  rateLimit?: RateLimitState;
 }

@@ -12,6 +12,8 @@ import { imageStorageFromConfig } from '../storage/from-config';
 import type { TemporalGateway } from '../temporal/client';
 import { EngineWakeups } from '../temporal/wakeups';
 import type { AppDeps } from './context';
+import { ApiKeys } from './middleware/api-keys';
+import { RateLimiter } from './middleware/rate-limit';
 
 /** Builds the API's dependencies from the configuration; every entry point (server, tests, benches) uses this. */
 export async function buildAppDeps(parts: {
@@ -24,9 +26,12 @@ export async function buildAppDeps(parts: {
   clock?: Clock;
 }): Promise<AppDeps> {
   const em = parts.orm.em.fork();
+  const clock = parts.clock ?? systemClock;
   return {
     ...parts,
-    clock: parts.clock ?? systemClock,
+    clock,
+    keys: new ApiKeys(parts.orm, clock),
+    rateLimiter: new RateLimiter(parts.orm, parts.config.rateLimitPerMinute, clock),
     linkSecret: await linkSigningSecret(em, parts.config.jwtSecret),
     sessionSecret: await sessionSigningSecret(em, parts.config.jwtSecret),
     payments: parts.config.stripe ? createStripeProvider(parts.config.stripe) : undefined,

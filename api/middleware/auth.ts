@@ -2,9 +2,6 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Request, RequestHandler } from 'express';
 import { type Actor, memberRole, roleAtLeast } from '../../db/accounts/members';
 import type { SessionUser } from '../../db/accounts/users';
-import type { Clock } from '../../db/clock';
-import { Coalescer } from '../../db/coalescer';
-import { findProjectsByKeys, type KeyLookup, type KeyOwner } from '../../db/projects/projects';
 import type { Orm } from '../../db/orm';
 import type { Project } from '../../db/entities/project';
 import { ProjectSchema } from '../../db/entities/project';
@@ -13,6 +10,7 @@ import type { AuthContext, RequestScope } from '../context';
 import type { AnyRouteSpec } from '../routing';
 import { scopeOf } from '../routing';
 import { readSession } from '../session';
+import type { ApiKeys } from './api-keys';
 
 type GuardedRoute = Pick<AnyRouteSpec, 'auth' | 'projectParam' | 'role' | 'method'>;
 
@@ -42,19 +40,14 @@ const accessDenied = () =>
  * Who may call a route: a project key (Bearer sk_/pk_), or a signed-in member of the project.
  * A disabled project still answers reads, so its owners can see why; writes get 403 PROJECT_DISABLED.
  */
-export function authenticate(sessionSecret: string, orm: Orm, clock: Clock) {
-  // Concurrent requests' keys are looked up (and counted) in one statement (db/coalescer.ts): under
-  // load the statement's fixed cost is paid once per batch, not once per request.
-  // One manager for every batch: raw statements only take a pooled connection through it.
-  const em = orm.em.fork();
-  const keyLookups = new Coalescer<KeyLookup, KeyOwner | null>((lookups) => findProjectsByKeys(em, lookups, clock()));
+export function authenticate(sessionSecret: string, keys: ApiKeys) {
   return (route: GuardedRoute): RequestHandler =>
     async (req, res, next) => {
       try {
         const scope = scopeOf(res);
         const header = req.get('authorization');
         if (header && header.trim() !== '' && route.auth !== 'session') {
-          scope.auth = await byKey(keyLookups, scope, header, route, req);
+          scope.auth = await byKey(keys, header, route, req);
         } else {
           const session = await readSession(req, scope.em, sessionSecret);
           if ('error' in session) throw session.error === 'missing' ? missing(route.auth !== 'session') : invalidSession();
@@ -75,23 +68,11 @@ export function authenticate(sessionSecret: string, orm: Orm, clock: Clock) {
     };
 }
 
-async function byKey(
-  keyLookups: Coalescer<KeyLookup, KeyOwner | null>,
-  scope: RequestScope,
-  header: string,
-  route: GuardedRoute,
-  req: Request,
-): Promise<AuthContext> {
+async function byKey(keys: ApiKeys, header: string, route: GuardedRoute, req: Request): Promise<AuthContext> {
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
   if (!match) throw invalid('The Authorization header must be "Bearer <key>"');
-  // Counted in the rate limit in the same statement, unless this route refuses the key whatever its project.
-  const admitted = (match[1]!.startsWith('sk_') || route.auth === 'publicOrSecret') && route.role !== 'OWNER';
-  const found = await keyLookups.run({
-    key: match[1]!,
-    ...(admitted ? { count: { projectId: route.projectParam ? String(req.params[route.projectParam]) : undefined, writes: route.method !== 'get' } } : {}),
-  });
+  const found = await keys.find(match[1]!);
   if (!found) throw invalid();
-  scope.rateLimit = found.rateLimit;
   if (found.kind === 'public' && route.auth !== 'publicOrSecret') {
     throw invalid('A public key (pk_…) can only be used on POST /v1/track; use the secret key (sk_…)');
   }

@@ -3,6 +3,7 @@ import type { ImageStorage } from '../../storage/storage';
 import { AppError, notFound } from '../../errors';
 import { type Actor, addOwner, type Role } from './members';
 import { type ProjectRunner, stopProjectWork } from '../projects/reset';
+import { keysChanged } from '../projects/key-changes';
 import { createProject, type ProjectWithKeys } from '../projects/projects';
 import { query, queryOne } from '../sql';
 
@@ -149,6 +150,7 @@ export async function deleteProject(
   await storage.removeProject(projectId);
   const domains = await query<{ id: string }>(em, 'select id from domains where project_id = ?', [projectId]);
   await query(em, 'delete from projects where id = ?', [projectId]);
+  keysChanged(projectId);
   // After the delete: a verification check that finds its domain gone ends its workflow anyway.
   for (const d of domains) await runner.stopDomainVerification(d.id);
 }

@@ -3,7 +3,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { notFound } from '../../errors';
 import { type Project, ProjectSchema } from '../entities/project';
 import { newId } from '../ids';
-import { countHitParams, countHitSql, type RateLimitState, rateLimitState } from './rate-limit';
+import { keysChanged } from './key-changes';
 import { query } from '../sql';
 
 export type KeyKind = 'secret' | 'public';
@@ -48,45 +48,29 @@ export async function createProject(em: EntityManager, name: string): Promise<Pr
   return { id: project.id, name: project.name, secretKey: keys.secretKey, publicKey: keys.publicKey };
 }
 
-/** Both keys change in one UPDATE, so the old ones stop working at once on every API process. */
+/** Both keys change in one UPDATE; API processes stop taking the old ones as db/projects/key-changes.ts says. */
 export async function rotateProjectKeys(em: EntityManager, projectId: string): Promise<ProjectWithKeys> {
   const project = await em.findOne(ProjectSchema, { id: projectId });
   if (!project) throw notFound('project');
   const keys = generateKeys();
   em.assign(project, keys.hashes);
   await em.flush();
+  keysChanged(project.id);
   return { id: project.id, name: project.name, secretKey: keys.secretKey, publicKey: keys.publicKey };
-}
-
-export interface KeyLookup {
-  key: string;
-  /**
-   * Count the request in its project's rate-limit window, unless the key turns out not to admit
-   * it (`projectId`: the route's own project; `writes`: a disabled project refuses them).
-   */
-  count?: { projectId?: string; writes: boolean };
 }
 
 export interface KeyOwner {
   project: Project;
   kind: KeyKind;
-  /** Set when the request was counted: its own place in the window, as if counted alone. */
-  rateLimit?: RateLimitState;
 }
 
 const keyKind = (key: string): KeyKind | null => (key.startsWith('sk_') ? 'secret' : key.startsWith('pk_') ? 'public' : null);
 
-/**
- * The project of each API key (null for a key no project has) and, for the lookups that ask,
- * the request counted in the project's rate-limit window. Every API request starts here, so it
- * is one statement for a whole batch of requests (api/middleware/auth.ts coalesces concurrent
- * ones): the window of each project is bumped once by the number of requests the batch counts
- * for it, and each request gets the count it would have got alone, in the batch's order.
- */
-export async function findProjectsByKeys(em: EntityManager, lookups: readonly KeyLookup[], now: Date): Promise<(KeyOwner | null)[]> {
-  const kinds = lookups.map((l) => keyKind(l.key));
-  const known = lookups.flatMap((l, i) => (kinds[i] ? [{ ...l, kind: kinds[i], ord: i }] : []));
-  const results: (KeyOwner | null)[] = lookups.map(() => null);
+/** The project of each API key, null for a key no project has; one statement for a batch of keys. */
+export async function findProjectsByKeys(em: EntityManager, keys: readonly string[]): Promise<(KeyOwner | null)[]> {
+  const kinds = keys.map(keyKind);
+  const results: (KeyOwner | null)[] = keys.map(() => null);
+  const known = keys.flatMap((key, ord) => (kinds[ord] ? [{ ord, hash: hashKey(key), secret: kinds[ord] === 'secret' }] : []));
   if (known.length === 0) return results;
   const rows = await query<{
     ord: number;
@@ -99,32 +83,14 @@ export async function findProjectsByKeys(em: EntityManager, lookups: readonly Ke
     disabled: boolean;
     created_at: Date;
     updated_at: Date;
-    count: number | null;
-    reset: string | null;
   }>(
     em,
-    `with r as (
-       select * from unnest(?::int[], ?::text[], ?::boolean[], ?::boolean[], ?::text[], ?::boolean[]) as r(ord, hash, secret, counted, project_id, writes)
-     ), p as (
-       select r.ord, pr.*, r.counted and (r.project_id is null or pr.id = r.project_id) and not (pr.disabled and r.writes) as counts
-       from r join projects pr on pr.secret_key_hash = r.hash where r.secret
-       union all
-       select r.ord, pr.*, r.counted and (r.project_id is null or pr.id = r.project_id) and not (pr.disabled and r.writes) as counts
-       from r join projects pr on pr.public_key_hash = r.hash where not r.secret
-     ), hit as (${countHitSql('id', 'from p where counts group by id', 'count(*)')})
-     select p.ord, p.id, p.name, p.secret_key_hash, p.public_key_hash, p.secret_key_preview, p.public_key_preview, p.disabled,
-            p.created_at, p.updated_at, hit.reset,
-            hit.count - count(*) filter (where p.counts) over (partition by p.id order by p.ord rows between 1 following and unbounded following) as count
-     from p left join hit on p.counts and hit.project_id = p.id`,
-    [
-      known.map((l) => l.ord),
-      known.map((l) => hashKey(l.key)),
-      known.map((l) => l.kind === 'secret'),
-      known.map((l) => !!l.count),
-      known.map((l) => l.count?.projectId ?? null),
-      known.map((l) => l.count?.writes ?? false),
-      ...countHitParams(now),
-    ],
+    // Each kind joined on its own unique index.
+    `with k as (select * from unnest(?::int[], ?::text[], ?::boolean[]) as k(ord, hash, secret))
+     select k.ord, p.* from k join projects p on p.secret_key_hash = k.hash where k.secret
+     union all
+     select k.ord, p.* from k join projects p on p.public_key_hash = k.hash where not k.secret`,
+    [known.map((k) => k.ord), known.map((k) => k.hash), known.map((k) => k.secret)],
   );
   for (const row of rows) {
     const project: Project = {
@@ -138,8 +104,7 @@ export async function findProjectsByKeys(em: EntityManager, lookups: readonly Ke
       createdAt: new Date(row.created_at),
       updatedAt: new Date(row.updated_at),
     };
-    const counted = row.count !== null ? { rateLimit: rateLimitState({ count: Number(row.count), reset: row.reset! }) } : {};
-    results[row.ord] = { project, kind: kinds[row.ord]!, ...counted };
+    results[row.ord] = { project, kind: kinds[row.ord]! };
   }
   return results;
 }

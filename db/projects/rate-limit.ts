@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { query, queryOne } from '../sql';
+import { query } from '../sql';
 
 export interface RateLimitState {
   count: number;
@@ -7,34 +7,33 @@ export interface RateLimitState {
   resetSeconds: number;
 }
 
-/**
- * Counts one request in the bucket's one-minute window that holds `now` (the caller's clock,
- * db/clock.ts). The counter lives in Postgres, so every API process shares one count per bucket.
- * `bucket` is a project id, or the name of another counter (`user:<id>`, `login-ip:<ip>`).
- */
-export async function hitRateLimit(em: EntityManager, bucket: string, now: Date): Promise<RateLimitState> {
-  const row = await queryOne<{ count: number; reset: string }>(em, countHitSql('?', ''), [bucket, ...countHitParams(now)]);
-  return rateLimitState(row!);
+export interface Hits {
+  /** A project id, or the name of another counter (`user:<id>`, `login-ip:<ip>`). */
+  bucket: string;
+  n: number;
 }
 
 /**
- * The statement that counts `hits` (an SQL expression, 1 by default) for the bucket `bucket` (an
- * SQL expression, e.g. `?` or a column of `from`), returning the bucket as `project_id`, the
- * window's `count` after them and `reset`: for a caller that folds it into its own statement (the
- * API-key lookup, db/projects/projects.ts), so the hot path pays one round trip for both. Its two
- * placeholders for the time come after any in `bucket` and `from`: bind `countHitParams(now)` there.
+ * Counts hits in their buckets' one-minute window that holds `now` (the caller's clock, db/clock.ts),
+ * in one statement, and answers each bucket's count after them. The counters live in PostgreSQL, so
+ * every API process shares one count per bucket. One entry per bucket: a statement updates a row once.
  */
-export function countHitSql(bucket: string, from: string, hits = '1'): string {
-  return `insert into rate_limit_windows as w (project_id, window_start, count)
-     select ${bucket}, date_trunc('minute', ?::timestamptz), ${hits} ${from}
+export async function countHits(em: EntityManager, hits: readonly Hits[], now: Date): Promise<RateLimitState[]> {
+  const rows = await query<{ bucket: string; count: number; reset: string }>(
+    em,
+    `insert into rate_limit_windows as w (project_id, window_start, count)
+     select h.bucket, date_trunc('minute', ?::timestamptz), h.n from unnest(?::text[], ?::int[]) as h(bucket, n)
      on conflict (project_id, window_start) do update set count = w.count + excluded.count
-     returning w.project_id, w.count, ceil(extract(epoch from (w.window_start + interval '1 minute' - ?::timestamptz))) as reset`;
+     returning w.project_id as bucket, w.count, ceil(extract(epoch from (w.window_start + interval '1 minute' - ?::timestamptz))) as reset`,
+    [now, hits.map((h) => h.bucket), hits.map((h) => h.n), now],
+  );
+  const byBucket = new Map(rows.map((r) => [r.bucket, { count: r.count, resetSeconds: Math.max(1, Number(r.reset)) }]));
+  return hits.map((h) => byBucket.get(h.bucket)!);
 }
 
-export const countHitParams = (now: Date): [Date, Date] => [now, now];
-
-export function rateLimitState(row: { count: number; reset: string | number }): RateLimitState {
-  return { count: row.count, resetSeconds: Math.max(1, Number(row.reset)) };
+/** Counts one hit in `bucket`'s window. */
+export async function hitRateLimit(em: EntityManager, bucket: string, now: Date): Promise<RateLimitState> {
+  return (await countHits(em, [{ bucket, n: 1 }], now))[0]!;
 }
 
 export async function pruneRateLimitWindows(em: EntityManager): Promise<void> {

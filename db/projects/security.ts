@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { notFound } from '../../errors';
 import { newId } from '../ids';
+import { keysChanged } from './key-changes';
 import { query, queryOne } from '../sql';
 
 /**
@@ -144,7 +145,7 @@ export async function projectSecurity(em: EntityManager, projectId: string): Pro
  * already (the conditional UPDATE makes concurrent callers agree on one suspension).
  */
 export async function disableProject(em: EntityManager, projectId: string, reason: string, details: Record<string, unknown> = {}): Promise<boolean> {
-  return em.transactional(async (tx) => {
+  const disabled = await em.transactional(async (tx) => {
     const exists = await queryOne(tx, 'select 1 from projects where id = ?', [projectId]);
     if (!exists) throw notFound('project');
     const changed = await queryOne(
@@ -162,11 +163,13 @@ export async function disableProject(em: EntityManager, projectId: string, reaso
     ]);
     return true;
   });
+  if (disabled) keysChanged(projectId);
+  return disabled;
 }
 
 /** Enables the project and lifts its open suspensions; false when it was not disabled. */
 export async function enableProject(em: EntityManager, projectId: string): Promise<boolean> {
-  return em.transactional(async (tx) => {
+  const enabled = await em.transactional(async (tx) => {
     const exists = await queryOne(tx, 'select 1 from projects where id = ?', [projectId]);
     if (!exists) throw notFound('project');
     const changed = await queryOne(
@@ -178,6 +181,8 @@ export async function enableProject(em: EntityManager, projectId: string): Promi
     await query(tx, 'update project_suspensions set lifted_at = now() where project_id = ? and lifted_at is null', [projectId]);
     return changed !== undefined;
   });
+  if (enabled) keysChanged(projectId);
+  return enabled;
 }
 
 /**

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Response } from 'supertest';
 import { hashKey, rotateProjectKeys } from '../../db/projects/projects';
+import { disableProject, enableProject } from '../../db/projects/security';
 import { query } from '../../db/sql';
 import { bearer, startTestEnv, type TestEnv } from '../helpers/env';
 
@@ -98,14 +99,16 @@ describe('error envelope', () => {
 
   test('403: a write with a key of a disabled project → PROJECT_DISABLED; reads still answer', async () => {
     const p = await env.project();
-    await query(env.orm.em.fork(), 'update projects set disabled = true where id = ?', [p.id]);
+    // Known to this API process first: a change made here is seen by its next request.
+    expect((await env.http().post('/contacts').set(bearer(p.secretKey)).send({ email: 'before@x.io' })).status).toBe(201);
+    await disableProject(env.orm.em.fork(), p.id, 'a test');
     expect((await env.http().get('/contacts').set(bearer(p.secretKey))).status).toBe(200);
     expectEnvelope(
       await env.http().post('/contacts').set(bearer(p.secretKey)).send({ email: 'off@x.io' }),
       403,
       'PROJECT_DISABLED',
     );
-    await query(env.orm.em.fork(), 'update projects set disabled = false where id = ?', [p.id]);
+    await enableProject(env.orm.em.fork(), p.id);
     expect((await env.http().post('/contacts').set(bearer(p.secretKey)).send({ email: 'on@x.io' })).status).toBe(201);
   });
 

@@ -44,8 +44,8 @@ test('without a build, /app says how to make one (503) instead of an empty page'
   const { deps } = env;
   const registry = new RouteRegistry(express.Router(), {
     scope: requestScope(deps.orm),
-    authenticate: authenticate(deps.sessionSecret, deps.orm, deps.clock),
-    rateLimit: rateLimit(deps.config.rateLimitPerMinute, deps.clock),
+    authenticate: authenticate(deps.sessionSecret, deps.keys),
+    rateLimit: rateLimit(deps.rateLimiter),
   });
   registerWebAppRoutes(registry, mkdtempSync(path.join(tmpdir(), 'no-web-')));
   const app = express().use(registry.router).use(notFoundHandler).use(errorHandler);

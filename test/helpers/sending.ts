@@ -1,3 +1,4 @@
+import type { Clock } from '../../db/clock';
 import type { ProjectWithKeys } from '../../db/projects/projects';
 import { queryOne } from '../../db/sql';
 import { startDnsServer, type DnsServer } from './dns';
@@ -64,7 +65,7 @@ export interface SendingEnv {
 }
 
 /** Starts the DNS server, the SMTP sink, the environment (plus `extraEnv`) and its worker. */
-export async function startSendingEnv(extraEnv: Record<string, string> = {}): Promise<SendingEnv> {
+export async function startSendingEnv(extraEnv: Record<string, string> = {}, opts: { clock?: Clock } = {}): Promise<SendingEnv> {
   const dns = await startDnsServer();
   const smtp = await startSmtpSink();
   let env: TestEnv | undefined;
@@ -75,7 +76,7 @@ export async function startSendingEnv(extraEnv: Record<string, string> = {}): Pr
       DOMAIN_CHECK_INTERVAL_SECONDS: '1',
       SEND_RETRY_MAX_INTERVAL_SECONDS: '1',
       ...extraEnv,
-    });
+    }, opts);
     await env.startWorker();
   } catch (err) {
     // Whatever started would otherwise keep the test process alive.

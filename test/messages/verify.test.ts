@@ -352,8 +352,8 @@ describe('isAlias', () => {
 function verifyApp(deps: TestEnv['deps']): Express {
   const registry = new RouteRegistry(express.Router(), {
     scope: requestScope(deps.orm),
-    authenticate: authenticate(deps.sessionSecret, deps.orm, deps.clock),
-    rateLimit: rateLimit(deps.config.rateLimitPerMinute, deps.clock),
+    authenticate: authenticate(deps.sessionSecret, deps.keys),
+    rateLimit: rateLimit(deps.rateLimiter),
   });
   registerVerifyRoutes(registry, deps);
   return express().use(requestLog(deps.logger)).use(registry.router).use(notFoundHandler).use(errorHandler);

@@ -1,5 +1,8 @@
 import { Coalescer } from '../../db/coalescer';
-import { findProjectsByKeys } from '../../db/projects/projects';
+import { ApiKeys, KEY_MAX_AGE_MS } from '../../api/middleware/api-keys';
+import { keysChanged } from '../../db/projects/key-changes';
+import { findProjectsByKeys, rotateProjectKeys } from '../../db/projects/projects';
+import { disableProject, enableProject } from '../../db/projects/security';
 import { query } from '../../db/sql';
 import { startTestEnv, type TestEnv } from '../helpers/env';
 
@@ -105,50 +108,69 @@ describe('findProjectsByKeys: a batch of API-key lookups in one statement', () =
     await env?.close();
   });
 
-  test('each lookup gets its project, and each counted one its own place in its window, in order', async () => {
+  test('each key gets its project and kind, in order; unknown keys and other prefixes get null', async () => {
     const a = await env.project();
     const b = await env.project();
-    const disabled = await env.project();
-    await query(env.orm.em.fork(), 'update projects set disabled = true where id = ?', [disabled.id]);
-    const write = { writes: true };
-    // Five seconds into a minute, on the caller's clock.
-    const at = new Date('2030-01-01T10:00:05Z');
-    const results = await findProjectsByKeys(env.orm.em.fork(), [
-      { key: a.secretKey, count: write },
-      { key: 'sk_not_a_key', count: write },
-      { key: b.publicKey, count: write },
-      { key: a.publicKey, count: { writes: false } },
-      { key: 'nonsense', count: write },
-      { key: a.secretKey }, // looked up, not counted (a route that refuses the key anyway)
-      { key: disabled.secretKey, count: write }, // a disabled project refuses writes: not counted
-      { key: disabled.secretKey, count: { writes: false } },
-      { key: b.secretKey, count: { projectId: a.id, writes: false } }, // another project's route: not counted
-      { key: a.secretKey, count: { projectId: a.id, writes: true } },
-    ], at);
-    expect(results.map((r) => r && { project: r.project.id, kind: r.kind, count: r.rateLimit?.count })).toEqual([
-      { project: a.id, kind: 'secret', count: 1 },
+    const results = await findProjectsByKeys(env.orm.em.fork(), [a.secretKey, 'sk_not_a_key', b.publicKey, a.publicKey, 'nonsense', '', a.secretKey]);
+    expect(results.map((r) => r && { project: r.project.id, kind: r.kind })).toEqual([
+      { project: a.id, kind: 'secret' },
       null,
-      { project: b.id, kind: 'public', count: 1 },
-      { project: a.id, kind: 'public', count: 2 },
+      { project: b.id, kind: 'public' },
+      { project: a.id, kind: 'public' },
       null,
-      { project: a.id, kind: 'secret', count: undefined },
-      { project: disabled.id, kind: 'secret', count: undefined },
-      { project: disabled.id, kind: 'secret', count: 1 },
-      { project: b.id, kind: 'secret', count: undefined },
-      { project: a.id, kind: 'secret', count: 3 },
+      null,
+      { project: a.id, kind: 'secret' },
     ]);
     expect(results[0]!.project).toMatchObject({ name: expect.any(String), disabled: false, createdAt: expect.any(Date) });
-    for (const r of results) if (r?.rateLimit) expect(r.rateLimit.resetSeconds).toBe(55);
+  });
+});
 
-    // The next batch goes on from the window's count; the next minute starts a window of its own.
-    const twice = [{ key: a.secretKey, count: write }, { key: a.secretKey, count: write }];
-    const next = await findProjectsByKeys(env.orm.em.fork(), twice, new Date(at.getTime() + 30_000));
-    expect(next.map((r) => r!.rateLimit)).toEqual([{ count: 4, resetSeconds: 25 }, { count: 5, resetSeconds: 25 }]);
-    const later = await findProjectsByKeys(env.orm.em.fork(), twice, new Date(at.getTime() + 60_000));
-    expect(later.map((r) => r!.rateLimit!.count)).toEqual([1, 2]);
+describe('ApiKeys: each key read at most once per KEY_MAX_AGE_MS in a process', () => {
+  let env: TestEnv;
+  let now = Date.parse('2030-01-01T10:00:00Z');
+  const clock = () => new Date(now);
+  beforeAll(async () => {
+    env = await startTestEnv();
+  });
+  afterAll(async () => {
+    await env?.close();
   });
 
-  test('keys that are neither sk_ nor pk_ find no project', async () => {
-    expect(await findProjectsByKeys(env.orm.em.fork(), [{ key: 'x' }, { key: '' }], new Date())).toEqual([null, null]);
+  test("a change made elsewhere is seen once the key's reading is KEY_MAX_AGE_MS old", async () => {
+    const keys = new ApiKeys(env.orm, clock);
+    const p = await env.project();
+    expect((await keys.find(p.secretKey))!.project.disabled).toBe(false);
+    // Another process disables the project: this one's reading stands until it is too old.
+    await query(env.orm.em.fork(), 'update projects set disabled = true where id = ?', [p.id]);
+    now += KEY_MAX_AGE_MS - 1;
+    expect((await keys.find(p.secretKey))!.project.disabled).toBe(false);
+    now += 1;
+    expect((await keys.find(p.secretKey))!.project.disabled).toBe(true);
+  });
+
+  test('a change made in this process is seen by the next request', async () => {
+    const keys = new ApiKeys(env.orm, clock);
+    const p = await env.project();
+    expect(await keys.find(p.secretKey)).not.toBeNull();
+    expect(await keys.find(p.publicKey)).not.toBeNull();
+    const rotated = await rotateProjectKeys(env.orm.em.fork(), p.id);
+    expect(await keys.find(p.secretKey)).toBeNull();
+    expect(await keys.find(p.publicKey)).toBeNull();
+    expect((await keys.find(rotated.secretKey))!.project.id).toBe(p.id);
+
+    await disableProject(env.orm.em.fork(), p.id, 'a test');
+    expect((await keys.find(rotated.secretKey))!.project.disabled).toBe(true);
+    await enableProject(env.orm.em.fork(), p.id);
+    expect((await keys.find(rotated.secretKey))!.project.disabled).toBe(false);
+  });
+
+  test('a reading in flight while the project changes is answered but not kept', async () => {
+    const keys = new ApiKeys(env.orm, clock);
+    const p = await env.project();
+    const reading = keys.find(p.secretKey);
+    keysChanged(p.id);
+    expect((await reading)!.project.disabled).toBe(false);
+    await query(env.orm.em.fork(), 'update projects set disabled = true where id = ?', [p.id]);
+    expect((await keys.find(p.secretKey))!.project.disabled).toBe(true);
   });
 });

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
+import { KEY_MAX_AGE_MS } from '../../api/middleware/api-keys';
 import { newId } from '../../db/ids';
 import { disableProject } from '../../db/projects/security';
 import type { ProjectWithKeys } from '../../db/projects/projects';
@@ -17,9 +18,13 @@ let sending: SendingEnv;
 let env: TestEnv;
 let smtp: SmtpSink;
 
+/** The API's clock: a change the CLI (another process) makes holds there once its readings of keys are this old. */
+let offset = 0;
+const keyReadingsAged = () => (offset += KEY_MAX_AGE_MS);
+
 beforeAll(async () => {
   // A slow throttle, so a campaign is still sending when its project is disabled.
-  sending = await startSendingEnv({ NOTIFY_SECRET, SEND_THROTTLE_PER_SECOND: '20' });
+  sending = await startSendingEnv({ NOTIFY_SECRET, SEND_THROTTLE_PER_SECOND: '20' }, { clock: () => new Date(Date.now() + offset) });
   ({ env, smtp } = sending);
 });
 afterAll(() => sending.close());
@@ -217,6 +222,7 @@ test('tidings project disable / enable: the operator switch, recorded as a suspe
 
   const enabled = await cli(['project', 'enable', project.id]);
   expect(enabled.code).toBe(0);
+  keyReadingsAged();
   expect(JSON.parse(enabled.stdout)).toEqual({ id: project.id, disabled: false, changed: true });
   expect(await projectRow(project.id)).toEqual({ disabled: false, disabled_reason: null });
   expect((await env.http().post('/contacts').set(bearer(project.secretKey)).send({ email: 'a@b.io' })).status).toBe(201);
@@ -226,6 +232,7 @@ test('tidings project disable / enable: the operator switch, recorded as a suspe
 
   const disabled = await cli(['project', 'disable', project.id, '--reason', 'abuse report #12']);
   expect(disabled.code).toBe(0);
+  keyReadingsAged();
   expect(JSON.parse(disabled.stdout)).toEqual({ id: project.id, disabled: true, changed: true });
   expect(await projectRow(project.id)).toEqual({ disabled: true, disabled_reason: 'abuse report #12' });
   const refused = await env.http().post('/contacts').set(bearer(project.secretKey)).send({ email: 'b@b.io' });

@@ -1,4 +1,5 @@
 import type { Response } from 'supertest';
+import { RateLimiter } from '../../api/middleware/rate-limit';
 import { loadConfig } from '../../config';
 import { queryOne } from '../../db/sql';
 import { bearer, startTestEnv, type TestEnv } from '../helpers/env';
@@ -167,4 +168,44 @@ test('a refused client is told to wait until the minute ends, and is served agai
   expect(served.status).toBe(200);
   expectRateHeaders(served, LIMIT - 1);
   expect(served.headers['ratelimit-reset']).toBe('60');
+});
+
+describe('RateLimiter: places taken in blocks, never past the limit', () => {
+  const dbCount = async (bucket: string) =>
+    (await queryOne<{ n: number }>(
+      a.orm.em.fork(),
+      `select coalesce(sum(count), 0)::int as n from rate_limit_windows where project_id = ? and window_start = date_trunc('minute', ?::timestamptz)`,
+      [bucket, clock()],
+    ))!.n;
+
+  test("far from the limit a process takes a sixteenth of what is left, and hands it out without counting again", async () => {
+    freshWindow();
+    const limiter = new RateLimiter(a.orm, 1600, clock);
+    const bucket = `blocks-${now}`;
+    expect(await limiter.place(bucket)).toEqual({ count: 1, resetSeconds: 60 - (Math.floor(now / 1000) % 60) });
+    expect(await dbCount(bucket)).toBe(100);
+    for (let i = 2; i <= 100; i++) expect((await limiter.place(bucket)).count).toBe(i);
+    expect(await dbCount(bucket)).toBe(100);
+    // The next block is a sixteenth of the 1,500 left.
+    expect((await limiter.place(bucket)).count).toBe(101);
+    expect(await dbCount(bucket)).toBe(193);
+    // A new window starts over.
+    freshWindow();
+    expect((await limiter.place(bucket)).count).toBe(1);
+  });
+
+  test('two processes sharing a window near its limit: every place once, exactly the limit admitted, every request counted', async () => {
+    freshWindow();
+    const limit = 64;
+    const bucket = `shared-${now}`;
+    const limiters = [new RateLimiter(a.orm, limit, clock), new RateLimiter(b.orm, limit, clock)];
+    const places = await Promise.all(Array.from({ length: 200 }, (_, i) => limiters[i % 2]!.place(bucket)));
+    const counts = places.map((p) => p.count).sort((x, y) => x - y);
+    expect(new Set(counts).size).toBe(200);
+    expect(counts.filter((c) => c <= limit)).toEqual(Array.from({ length: limit }, (_, i) => i + 1));
+    // Blocks taken and not yet handed out are all a process can hold past the requests it answered.
+    const held = (await dbCount(bucket)) - 200;
+    expect(held).toBeGreaterThanOrEqual(0);
+    expect(held).toBeLessThanOrEqual(2 * Math.floor(limit / 16));
+  });
 });
