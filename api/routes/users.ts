@@ -94,7 +94,7 @@ export function registerUserRoutes(api: RouteRegistry, deps: AppDeps): void {
     method: 'post',
     path: '/users/@me/projects/:id/regenerate-keys',
     tag,
-    summary: 'Replace both keys (OWNER or ADMIN); the old ones stop working at once',
+    summary: 'Replace both keys (OWNER or ADMIN); the old ones stop working at once on the answering API process, within a second on others',
     auth: 'secret',
     projectParam: 'id',
     role: 'ADMIN',
