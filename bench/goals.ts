@@ -252,6 +252,10 @@ function rowsOf(o: Outcome, outcomes: Outcome[]): Row[] {
       coldRatio('accepted', 'acceptedPerS', 'acceptedOverRaw');
       coldRatio('delivered', 'deliveredPerS', 'deliveredOverRaw');
       info('p99', fmtMs(num(r.p99Ms)), warm ? `warm run ${fmtMs(num(warm.p99Ms))}` : '');
+      // The yardstick divides out the host's drift during the loads, which the raw pools, run before
+      // and after them, do not see: what the new install's tables cost the service, lower is better.
+      const [cold, warmCost] = [num(r.serviceAndPostgresOverBench), num(warm?.serviceAndPostgresOverBench)];
+      info('CPU cold / warm, yardstick', `${fmtRatio(cold)} × the bench's CPU`, warm ? `warm run ${fmtRatio(warmCost)} ×` : '', fmtRatio(cold / warmCost));
     } else {
       absolute('accepted', num(r.acceptedPerS), '≥ 1,000/s', num(r.acceptedPerS) >= 1000, fmtRate, `raw pool ${fmtRate(raw)}`, fmtRatio(num(r.acceptedPerS) / raw));
       absolute('p99', num(r.p99Ms), '< 100 ms', num(r.p99Ms) < 100, fmtMs);

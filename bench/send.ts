@@ -484,6 +484,7 @@ async function main(teardown: Teardown, stop: Interruption): Promise<void> {
     oneAtATimeP50Ms: singleP50,
     serviceCpuMsPerEmail: serviceCpuS === undefined ? null : perEmailMs(serviceCpuS),
     totalCpuOverRaw: perEmailMs(totalCpuS) / rawCpuMs,
+    serviceAndPostgresOverBench: serviceCpuS === undefined ? null : (serviceCpuS + postgresCpuS) / cpuS,
     exactlyOnce,
     checkOk,
     interrupted: stop.interrupted,

@@ -108,7 +108,7 @@ export function KeysSection({ project, admin }: { project: UserProject; admin: b
           title="Rotate both keys?"
           description={
             <>
-              <p>New secret and public keys are made, and the current ones stop working at once: every app and web page using them fails until you give it the new keys.</p>
+              <p>New secret and public keys are made, and the current ones stop working within a second: every app and web page using them fails until you give it the new keys.</p>
               <p>The new keys are shown once, right after.</p>
             </>
           }
