@@ -5,7 +5,7 @@ import { bearer, startTestEnv, type TestEnv } from '../helpers/env';
 import { buildJourney, type BuiltJourney, track } from '../helpers/journeys';
 import { deliveriesSettled, type Domain, waitUntil } from '../helpers/sending';
 import { type SmtpSink, startSmtpSink } from '../helpers/smtp';
-import { type Answer, postJson, splitService, type SplitService } from '../helpers/split-service';
+import { type Answer, postJson, splitService, type SplitService, SPLIT_RATE_LIMIT } from '../helpers/split-service';
 
 /**
  * A 200 from /v1/send or /v1/track is a promise that survives the API process: the API (`tidings
@@ -66,7 +66,7 @@ beforeAll(async () => {
   smtp = await startSmtpSink();
   // This API starts the domain's verification workflow, and its interval is the re-check period: a first
   // check that runs before the test publishes the records must not leave the domain pending for 5 minutes.
-  env = await startTestEnv({ DNS_SERVERS: dns.address, SMTP_URL: smtp.url, DOMAIN_CHECK_INTERVAL_SECONDS: '1' });
+  env = await startTestEnv({ DNS_SERVERS: dns.address, SMTP_URL: smtp.url, DOMAIN_CHECK_INTERVAL_SECONDS: '1', RATE_LIMIT_PER_MINUTE: SPLIT_RATE_LIMIT });
   svc = await splitService(env.taskQueue, { smtpUrl: smtp.url, dnsAddress: dns.address });
   const started = Promise.all([svc.startWorker(), svc.startApi()]);
   try {
